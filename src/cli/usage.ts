@@ -1,0 +1,115 @@
+// Hand-written usage for each subcommand: what it does, its options, and examples that run.
+
+export const PROGRAM_USAGE = `ask-only: agents ask for money to be spent; people decide.
+
+Usage: ask-only <command> [options]
+
+Commands:
+  serve-mcp        MCP server (stdio) for an agent: ask to pay or to open an account
+  approver         the person's side: mTLS server plus the console where asks are decided
+  desk             spend gate between agents and paid tools (REST and MCP)
+  certs DIR        make the two CAs and the certificates of the mTLS link
+  verify-receipt   check a desk receipt offline
+
+Options:
+  -V, --version    print the version
+  -h, --help       print this help (also: ask-only <command> --help)
+
+Examples:
+  ask-only certs ./certs
+  ask-only approver --cert certs/approver.pem --key certs/approver.key --ca certs/client-ca.pem
+  ask-only desk --data ./desk-data
+  ask-only verify-receipt response.json --keys jwks.json
+`;
+
+export const CERTS_USAGE = `Usage: ask-only certs DIR [--host NAME]...
+
+Makes two separate certificate authorities and the certificates of the mTLS link in DIR
+(created with mode 0700 if missing). Existing files are never overwritten. The CA private keys
+are discarded: to issue new certificates, run certs again into a new directory.
+
+Options:
+  --host NAME   another DNS name or IP address for the approver's certificate (repeatable);
+                localhost, 127.0.0.1 and ::1 are always included
+  -h, --help    print this help
+
+Files:
+  approver.pem, approver.key, client-ca.pem    go to the approver
+  client.pem, client.key, approver-ca.pem      go to serve-mcp
+
+Examples:
+  ask-only certs ./certs
+  ask-only certs /etc/ask-only --host approver.internal --host 10.0.0.5
+`;
+
+export const SERVE_MCP_USAGE = `Usage: ask-only serve-mcp
+
+An MCP server on stdio with one tool, "request": an agent may ask to pay or to create an
+account, and read the state of its ask. It talks to the approver over mutual TLS.
+
+Environment:
+  ASK_ONLY_PAY_URL           the approver, e.g. https://localhost:8443
+  ASK_ONLY_PAY_CLIENT_CERT   client certificate (client.pem)
+  ASK_ONLY_PAY_CLIENT_KEY    client key (client.key)
+  ASK_ONLY_PAY_CA            the approver's CA (approver-ca.pem)
+
+Examples:
+  ASK_ONLY_PAY_URL=https://localhost:8443 ASK_ONLY_PAY_CLIENT_CERT=certs/client.pem \\
+  ASK_ONLY_PAY_CLIENT_KEY=certs/client.key ASK_ONLY_PAY_CA=certs/approver-ca.pem \\
+  ask-only serve-mcp
+`;
+
+export const APPROVER_USAGE = `Usage: ask-only approver [options]
+
+Accepts asks over mutual TLS only, stores them, shows each one as a recap on this terminal,
+and takes "approve ID" or "deny ID" typed here.
+
+Options (each also from the environment; the flag wins):
+  --cert PATH          server certificate (ASK_ONLY_PAY_APPROVER_CERT)
+  --key PATH           server key (ASK_ONLY_PAY_APPROVER_KEY)
+  --ca PATH            the client CA it trusts (ASK_ONLY_PAY_APPROVER_CA)
+  --listen HOST:PORT   where to listen (default 127.0.0.1:8443)
+  --db PATH            the ask ledger (default $XDG_STATE_HOME/ask-only/asks.db,
+                       else ~/.local/state/ask-only/asks.db)
+  --ttl DURATION       how long an ask waits for a decision (default 10m; e.g. 90s, 10m, 1h)
+  --max-pending N      most asks pending at once (default 50)
+  -h, --help           print this help
+
+Console commands: list, show ID, approve ID, deny ID, help
+
+Examples:
+  ask-only approver --cert certs/approver.pem --key certs/approver.key --ca certs/client-ca.pem
+  ask-only approver --listen 0.0.0.0:8443 --ttl 5m --db /var/lib/ask-only/asks.db
+`;
+
+export const DESK_USAGE = `Usage: ask-only desk [options]
+       ask-only desk check --data DIR
+
+A spend gate between agents and paid tools: per-agent keys with hard budgets, tool
+allowlists, an atomic reservation per call, refunds on upstream failure and signed receipts.
+
+Options:
+  --listen HOST:PORT        where to listen (default 127.0.0.1:8787)
+  --data DIR                data directory (default ./desk-data)
+  --admin-token-file PATH   the operator's bearer token (else ASK_ONLY_DESK_ADMIN_TOKEN)
+  --tls-cert PATH           serve HTTPS with this certificate
+  --tls-key PATH            and this key
+  --upstream-timeout SECS   how long an upstream call may take (default 30)
+  -h, --help                print this help
+
+Examples:
+  ask-only desk --data ./desk-data
+  ask-only desk check --data ./desk-data
+`;
+
+export const VERIFY_RECEIPT_USAGE = `Usage: ask-only verify-receipt RESPONSE.json --keys JWKS.json [--args ARGS.json]
+       ask-only verify-receipt --jsonl EXPORT.jsonl --keys JWKS.json
+
+Checks a desk receipt offline: the signature under its kid, the readable copy against the
+signed payload, the returned result against result_sha256, and the arguments (when given)
+against params_sha256. Exit 0 only when every check that applies passes.
+
+Examples:
+  ask-only verify-receipt response.json --keys receipt-signing-key.json --args args.json
+  ask-only verify-receipt --jsonl receipts.jsonl --keys receipt-signing-key.json
+`;

@@ -1,0 +1,75 @@
+// The ask-only program: one binary, five subcommands. This is the only top-level catch and the
+// only place that picks exit codes: 0 ok, 1 failure, 2 usage.
+import { Command, CommanderError, Option } from "commander";
+import { CliError, printError, processStreams, usageError } from "./cli/voice.ts";
+import * as usage from "./cli/usage.ts";
+
+declare const ASK_ONLY_VERSION: string | undefined;
+const VERSION = typeof ASK_ONLY_VERSION === "string" ? ASK_ONLY_VERSION : "0.0.0-dev";
+
+function withUsage(command: Command, text: string): Command {
+  return command.configureHelp({ formatHelp: () => text }).helpOption("-h, --help");
+}
+
+const collect = (value: string, previous: string[]) => [...previous, value];
+
+function notBuiltYet(name: string): never {
+  throw usageError(`${name} is not built yet`, "this version of ask-only does not include it");
+}
+
+export function buildProgram(): Command {
+  const program = new Command("ask-only")
+    .version(VERSION, "-V, --version")
+    .exitOverride()
+    .showSuggestionAfterError(false)
+    .configureOutput({
+      writeOut: (s) => processStreams.out(s),
+      writeErr: (s) => processStreams.err(s),
+      outputError: () => {}, // reported by main() in the house format
+    });
+  withUsage(program, usage.PROGRAM_USAGE);
+
+  withUsage(program.command("certs").argument("<dir>").addOption(new Option("--host <name>").default([]).argParser(collect)), usage.CERTS_USAGE)
+    .action(async (dir: string, opts: { host: string[] }) => {
+      const { runCerts } = await import("./commands/certs.ts");
+      await runCerts({ dir, hosts: opts.host, streams: processStreams, now: new Date() });
+    });
+
+  withUsage(program.command("serve-mcp"), usage.SERVE_MCP_USAGE).action(() => notBuiltYet("serve-mcp"));
+  withUsage(program.command("approver"), usage.APPROVER_USAGE).action(() => notBuiltYet("approver"));
+  withUsage(program.command("desk"), usage.DESK_USAGE).action(() => notBuiltYet("desk"));
+  withUsage(program.command("verify-receipt"), usage.VERIFY_RECEIPT_USAGE).action(() =>
+    notBuiltYet("verify-receipt"),
+  );
+  return program;
+}
+
+function commanderMessage(err: CommanderError): string {
+  return err.message.replace(/^error: /, "");
+}
+
+export async function main(argv: string[]): Promise<number> {
+  const program = buildProgram();
+  if (argv.length === 0) {
+    processStreams.err(usage.PROGRAM_USAGE);
+    return 2;
+  }
+  try {
+    await program.parseAsync(argv, { from: "user" });
+    return 0;
+  } catch (err) {
+    if (err instanceof CliError) {
+      printError(processStreams, err.message, err.hint);
+      return err.exitCode;
+    }
+    if (err instanceof CommanderError) {
+      if (err.code === "commander.helpDisplayed" || err.code === "commander.version") return 0;
+      printError(processStreams, commanderMessage(err), "run 'ask-only --help' for usage");
+      return 2;
+    }
+    printError(processStreams, `unexpected failure: ${err instanceof Error ? err.message : String(err)}`);
+    return 1;
+  }
+}
+
+process.exitCode = await main(process.argv.slice(2));
