@@ -1,0 +1,78 @@
+// Every error code that crosses the wire, in one table: CODE -> HTTP status and how MCP carries
+// it. A failure on the wire is `{"error":"CODE"}` and nothing else: no message, URL, stack or
+// upstream body, which could carry text the agent should not see or a secret it should not keep.
+//
+// `mcp: "result"` means an MCP tool result with `isError: true` and `structuredContent`
+// `{"error": CODE}`; codes marked `"http"` only ever appear on HTTP (before any MCP exchange).
+
+export type ErrorSpec = { http: number; mcp: "result" | "http"; meaning: string };
+
+export const ERRORS = {
+  // --- request shape (approver HTTP API, desk APIs) ---
+  BODY_INVALID: { http: 400, mcp: "result", meaning: "the body is not a JSON object" },
+  BODY_TOO_LARGE: { http: 413, mcp: "http", meaning: "the body is over the size limit" },
+  CONTENT_TYPE_INVALID: { http: 415, mcp: "http", meaning: "the body is not application/json" },
+  FIELD_UNKNOWN: { http: 400, mcp: "result", meaning: "a field that the object does not have" },
+  FIELD_MISSING: { http: 400, mcp: "result", meaning: "a required field is absent" },
+  NOT_FOUND: { http: 404, mcp: "http", meaning: "no such path, method or object" },
+
+  // --- ask fields (shared core rules) ---
+  VERB_INVALID: { http: 400, mcp: "result", meaning: "verb is not pay, account_create or status" },
+  APPROVAL_ID_INVALID: { http: 400, mcp: "result", meaning: "approval_id is not 10 Crockford base32 characters" },
+  MERCHANT_INVALID: { http: 400, mcp: "result", meaning: "merchant is not 1-80 characters after NFC" },
+  AMOUNT_INVALID: { http: 400, mcp: "result", meaning: "amount is not a positive plain decimal with the currency's decimals" },
+  AMOUNT_TOO_LARGE: { http: 400, mcp: "result", meaning: "amount is over the configured maximum" },
+  CURRENCY_INVALID: { http: 400, mcp: "result", meaning: "currency is not an ISO 4217 code in current use" },
+  CARD_HANDLE_INVALID: { http: 400, mcp: "result", meaning: "card_handle does not match ^[a-z][a-z0-9-]{0,31}$" },
+  IDENTITY_HANDLE_INVALID: { http: 400, mcp: "result", meaning: "identity_handle does not match ^[a-z][a-z0-9-]{0,31}$" },
+  URL_INVALID: { http: 400, mcp: "result", meaning: "not an absolute https URL of at most 2048 characters without credentials" },
+  REASON_INVALID: { http: 400, mcp: "result", meaning: "reason is not a string of at most 500 characters" },
+  CARD_NUMBER_REFUSED: { http: 400, mcp: "result", meaning: "a field holds what looks like a card number" },
+
+  // --- approver ---
+  ID_ALREADY_USED: { http: 409, mcp: "result", meaning: "this approval_id was seen before" },
+  PENDING_LIMIT: { http: 429, mcp: "result", meaning: "too many asks are pending" },
+  ASK_NOT_FOUND: { http: 404, mcp: "result", meaning: "no ask with this approval_id" },
+  INTERNAL: { http: 500, mcp: "result", meaning: "a fault on the server; details are in its own log" },
+
+  // --- serve-mcp talking to the approver ---
+  APPROVER_UNREACHABLE: { http: 502, mcp: "result", meaning: "the approver could not be reached" },
+  APPROVER_TLS_REFUSED: { http: 502, mcp: "result", meaning: "the TLS handshake with the approver failed" },
+  APPROVER_TIMEOUT: { http: 504, mcp: "result", meaning: "the approver did not answer in time" },
+  APPROVER_BAD_ANSWER: { http: 502, mcp: "result", meaning: "the approver's answer failed the strict parse" },
+
+  // --- desk: the clearing path ---
+  KEY_INVALID: { http: 401, mcp: "http", meaning: "unknown, revoked or expired key" },
+  TOO_MANY_FAILURES: { http: 429, mcp: "result", meaning: "20 failed calls this UTC hour; wait for the next hour" },
+  TOOL_UNKNOWN: { http: 404, mcp: "result", meaning: "no such tool" },
+  ARGS_INVALID: { http: 400, mcp: "result", meaning: "the arguments break the tool's input schema" },
+  TOOL_NOT_ALLOWED: { http: 403, mcp: "result", meaning: "the tool is not on the key's allowlist" },
+  BUDGET_EXHAUSTED: { http: 402, mcp: "result", meaning: "no room left in the key's budget for this price" },
+  UPSTREAM_ERROR: { http: 502, mcp: "result", meaning: "the upstream failed (transport or 5xx); refunded" },
+  UPSTREAM_TIMEOUT: { http: 504, mcp: "result", meaning: "the upstream did not answer in time; refunded" },
+  ARGS_REFUSED: { http: 400, mcp: "result", meaning: "the upstream refused the arguments; refunded" },
+  TOOL_FAILED: { http: 502, mcp: "result", meaning: "the tool reported a failure; refunded" },
+
+  // --- desk: operator API and receipts ---
+  ADMIN_TOKEN_INVALID: { http: 401, mcp: "http", meaning: "missing or wrong admin token" },
+  ORG_UNKNOWN: { http: 404, mcp: "http", meaning: "no such organization" },
+  KEY_UNKNOWN: { http: 404, mcp: "http", meaning: "no such key" },
+  RECEIPT_UNKNOWN: { http: 404, mcp: "result", meaning: "no such receipt in this organization" },
+  UPSTREAM_UNKNOWN: { http: 404, mcp: "http", meaning: "no such upstream" },
+  UPSTREAM_EXISTS: { http: 409, mcp: "http", meaning: "an upstream with this name exists" },
+  UPSTREAM_UNREACHABLE: { http: 502, mcp: "http", meaning: "the MCP handshake with the upstream failed" },
+  VALUE_INVALID: { http: 400, mcp: "http", meaning: "a field of an operator request has a bad value" },
+} as const satisfies Record<string, ErrorSpec>;
+
+export type ErrorCode = keyof typeof ERRORS;
+
+export const isErrorCode = (value: unknown): value is ErrorCode =>
+  typeof value === "string" && Object.hasOwn(ERRORS, value);
+
+/** The one shape of a failure on the wire. */
+export const errorBody = (code: ErrorCode): { error: ErrorCode } => ({ error: code });
+
+/** A JSON Response for a failure: the code's status, `{"error":CODE}`, nothing else. */
+export function errorResponse(code: ErrorCode, headers?: Record<string, string>): Response {
+  return Response.json(errorBody(code), { status: ERRORS[code].http, headers });
+}
