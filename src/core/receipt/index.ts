@@ -1,0 +1,39 @@
+// Desk receipts: canonical JSON, hashing, signing and offline verification.
+export { CanonicalJsonError, type CanonicalJsonProblem, canonicalJson, MAX_DEPTH } from "./canonical.ts";
+export { hashJson, sha256Hex } from "./hash.ts";
+export { MCP_RECEIPT_META_KEY, paramsSha256, resultForHashing, resultSha256 } from "./result.ts";
+export {
+  chainLinkAfter,
+  generateSigningKey,
+  type Jwks,
+  jwkThumbprint,
+  jwksOf,
+  loadSigner,
+  type ReceiptJwk,
+  ReceiptInvalidError,
+  ReceiptKeyError,
+  type ReceiptSigner,
+} from "./sign.ts";
+export {
+  type Envelope,
+  isReceipt,
+  OUTCOMES,
+  type Outcome,
+  RECEIPT_FIELDS,
+  RECEIPT_VERSION,
+  type Receipt,
+  type ReceiptFields,
+  receiptProblem,
+} from "./types.ts";
+export {
+  type ChainFailure,
+  ChainVerifier,
+  type Check,
+  type CheckName,
+  type OpenedEnvelope,
+  openEnvelope,
+  ReceiptKeys,
+  verifyChain,
+  verifyEnvelope,
+  verifyResponse,
+} from "./verify.ts";

@@ -1,0 +1,137 @@
+// The desk receipt (version 1) and its signed envelope, with a strict reader that names the
+// first field that is wrong. Money is integer millicents (1 cent = 1,000 mc).
+
+export const RECEIPT_VERSION = 1;
+
+export const OUTCOMES = [
+  "charged",
+  "refused_not_allowed",
+  "refused_budget",
+  "refunded_upstream_error",
+  "refunded_timeout",
+  "refunded_args_refused",
+  "refunded_abandoned",
+] as const;
+
+export type Outcome = (typeof OUTCOMES)[number];
+
+export type Receipt = {
+  v: 1;
+  /** The desk's receipt id (unique across the desk). */
+  id: string;
+  /** RFC 7638 thumbprint of the signing key; also the `kid` of its JWK. */
+  kid: string;
+  /** RFC 3339 UTC with milliseconds: `2026-11-30T12:34:56.789Z`. */
+  issued_at: string;
+  org_id: string;
+  key_id: string;
+  tool: string;
+  outcome: Outcome;
+  http_status: number;
+  price_mc: number;
+  /** What was finally charged: at most price_mc when charged, 0 otherwise. */
+  amount_mc: number;
+  upstream_cost_mc: number;
+  remaining_mc: number;
+  /** The budget period the call was taken from: "none", "2026-11-30" (daily) or "2026-11" (monthly). */
+  period: string;
+  /** SHA-256 hex of the RFC 8785 form of the tool arguments. */
+  params_sha256: string;
+  /** SHA-256 hex of the RFC 8785 form of `resultForHashing(result)` when charged; null otherwise. */
+  result_sha256: string | null;
+  /** Position in this key's chain, from 1, no gaps. */
+  seq: number;
+  /** SHA-256 hex of the previous receipt's payload bytes in this key's chain; null when seq is 1. */
+  prev_sha256: string | null;
+};
+
+/** What the desk supplies to sign: everything but `v` and `kid`, which the signer sets. */
+export type ReceiptFields = Omit<Receipt, "v" | "kid">;
+
+export type Envelope = {
+  /** base64url (no padding) of the UTF-8 bytes of canonicalJson(receipt). */
+  payload: string;
+  /** base64url (no padding) of the Ed25519 signature over those same bytes (not the base64 text). */
+  signature: string;
+  /** The signing key's kid (equal to receipt.kid; a hint for finding the key, not trusted alone). */
+  kid: string;
+  /** The readable copy; a verifier checks it equals the payload. */
+  receipt: Receipt;
+};
+
+/** Field order of the readable copy (the payload is canonical, so sorted, whatever this says). */
+export const RECEIPT_FIELDS = [
+  "v",
+  "id",
+  "kid",
+  "issued_at",
+  "org_id",
+  "key_id",
+  "tool",
+  "outcome",
+  "http_status",
+  "price_mc",
+  "amount_mc",
+  "upstream_cost_mc",
+  "remaining_mc",
+  "period",
+  "params_sha256",
+  "result_sha256",
+  "seq",
+  "prev_sha256",
+] as const satisfies readonly (keyof Receipt)[];
+
+const HEX64 = /^[0-9a-f]{64}$/;
+const ISSUED_AT = /^\d{4}-(0[1-9]|1[0-2])-(0[1-9]|[12]\d|3[01])T([01]\d|2[0-3]):[0-5]\d:[0-5]\d\.\d{3}Z$/;
+const PERIOD = /^(none|\d{4}-(0[1-9]|1[0-2])(-(0[1-9]|[12]\d|3[01]))?)$/;
+const FIELD_SET = new Set<string>(RECEIPT_FIELDS);
+const OUTCOME_SET = new Set<string>(OUTCOMES);
+
+const isText = (v: unknown) => typeof v === "string" && v.length > 0 && v.length <= 200;
+const isMoney = (v: unknown) => Number.isSafeInteger(v) && (v as number) >= 0;
+
+const RULES: Record<keyof Receipt, (v: unknown) => boolean> = {
+  v: (v) => v === RECEIPT_VERSION,
+  id: isText,
+  kid: isText,
+  issued_at: (v) => typeof v === "string" && ISSUED_AT.test(v),
+  org_id: isText,
+  key_id: isText,
+  tool: isText,
+  outcome: (v) => typeof v === "string" && OUTCOME_SET.has(v),
+  http_status: (v) => Number.isInteger(v) && (v as number) >= 100 && (v as number) <= 599,
+  price_mc: isMoney,
+  amount_mc: isMoney,
+  upstream_cost_mc: isMoney,
+  remaining_mc: isMoney,
+  period: (v) => typeof v === "string" && PERIOD.test(v),
+  params_sha256: (v) => typeof v === "string" && HEX64.test(v),
+  result_sha256: (v) => v === null || (typeof v === "string" && HEX64.test(v)),
+  seq: (v) => Number.isSafeInteger(v) && (v as number) >= 1,
+  prev_sha256: (v) => v === null || (typeof v === "string" && HEX64.test(v)),
+};
+
+/**
+ * The first problem with `value` as a v1 receipt, as `field: what`, or null when it is one.
+ * Beyond each field's type: the chain start (seq 1 <=> prev_sha256 null); only a `charged`
+ * outcome moves money (never above the price) and only it binds a result.
+ */
+export function receiptProblem(value: unknown): string | null {
+  if (typeof value !== "object" || value === null || Array.isArray(value)) return "receipt: not an object";
+  const record = value as Record<string, unknown>;
+  for (const key of Object.keys(record)) if (!FIELD_SET.has(key)) return `${key}: unknown field`;
+  for (const field of RECEIPT_FIELDS) {
+    if (!Object.hasOwn(record, field)) return `${field}: missing`;
+    if (!RULES[field](record[field])) return `${field}: invalid value`;
+  }
+  const r = record as Receipt;
+  if ((r.seq === 1) !== (r.prev_sha256 === null)) return "prev_sha256: must be null exactly when seq is 1";
+  const charged = r.outcome === "charged";
+  if (charged ? r.amount_mc > r.price_mc : r.amount_mc !== 0) {
+    return "amount_mc: must be at most price_mc when charged and 0 otherwise";
+  }
+  if (charged !== (r.result_sha256 !== null)) return "result_sha256: must be set exactly when charged";
+  return null;
+}
+
+export const isReceipt = (value: unknown): value is Receipt => receiptProblem(value) === null;
