@@ -36,11 +36,34 @@ export function buildProgram(): Command {
     });
 
   withUsage(program.command("serve-mcp"), usage.SERVE_MCP_USAGE).action(() => notBuiltYet("serve-mcp"));
-  withUsage(program.command("approver"), usage.APPROVER_USAGE).action(() => notBuiltYet("approver"));
+  withUsage(
+    program
+      .command("approver")
+      .option("--cert <path>")
+      .option("--key <path>")
+      .option("--ca <path>")
+      .option("--listen <host:port>")
+      .option("--db <path>")
+      .option("--ttl <duration>")
+      .option("--max-pending <n>"),
+    usage.APPROVER_USAGE,
+  ).action(async (opts: Record<string, string | undefined>) => {
+    const { runApprover } = await import("./commands/approver/index.ts");
+    await runApprover(opts, processStreams);
+  });
   withUsage(program.command("desk"), usage.DESK_USAGE).action(() => notBuiltYet("desk"));
-  withUsage(program.command("verify-receipt"), usage.VERIFY_RECEIPT_USAGE).action(() =>
-    notBuiltYet("verify-receipt"),
-  );
+  withUsage(
+    program
+      .command("verify-receipt")
+      .argument("[response]")
+      .option("--keys <path>")
+      .option("--args <path>")
+      .option("--jsonl <path>"),
+    usage.VERIFY_RECEIPT_USAGE,
+  ).action(async (response: string | undefined, opts: { keys?: string; args?: string; jsonl?: string }) => {
+    const { runVerifyReceipt } = await import("./commands/verify-receipt.ts");
+    await runVerifyReceipt({ response, ...opts, streams: processStreams });
+  });
   return program;
 }
 

@@ -107,7 +107,18 @@ export const VERIFY_RECEIPT_USAGE = `Usage: ask-only verify-receipt RESPONSE.jso
 
 Checks a desk receipt offline: the signature under its kid, the readable copy against the
 signed payload, the returned result against result_sha256, and the arguments (when given)
-against params_sha256. Exit 0 only when every check that applies passes.
+against params_sha256. RESPONSE.json is a desk REST response body, a saved MCP tools/call
+result (receipt under _meta["io.ask-only/receipt"]) or a bare envelope. Each check prints as
+"ok", "skip" or "FAILED" with the field that differs. Exit 0 only when every check that
+applies passes, 1 otherwise, 2 for bad usage.
+
+Options:
+  --keys PATH    the desk's JWKS (GET /.well-known/receipt-signing-key.json); retired keys
+                 in it still verify older receipts
+  --args PATH    the arguments object the call was made with (JSON)
+  --jsonl PATH   an export of envelopes, one per line: checks every signature and readable
+                 copy, and each key's chain (seq and prev_sha256)
+  -h, --help     print this help
 
 Examples:
   ask-only verify-receipt response.json --keys receipt-signing-key.json --args args.json

@@ -74,6 +74,24 @@ export type OpenedEnvelope = {
   payloadSha256: string | null;
 };
 
+/**
+ * Text from the file (a kid, a field name, a key id) made safe to show on a terminal: anything
+ * outside printable ASCII is escaped, so a crafted receipt cannot send control sequences or
+ * reorder the line with bidi marks; long values are cut.
+ */
+export function printable(text: string): string {
+  const cut = text.length > 80 ? `${text.slice(0, 80)}...` : text;
+  return /^[\x20-\x7e]*$/.test(cut) ? cut : cut.replace(/[^\x20-\x7e]/g, (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, "0")}`);
+}
+
+/** One check as a line of output: `ok   signature (kid ...)`, `FAILED result: ...`, `skip params (...)`. */
+export function describeCheck(check: Check): string {
+  const label = check.name.replace("_", " ");
+  if (check.skipped) return `skip ${label} (${check.detail ?? "not applicable"})`;
+  if (check.ok) return check.detail ? `ok   ${label} (${check.detail})` : `ok   ${label}`;
+  return `FAILED ${label}: ${check.detail ?? "failed"}`;
+}
+
 const utf8 = new TextDecoder("utf-8", { fatal: true });
 
 const isRecord = (v: unknown): v is Record<string, unknown> => typeof v === "object" && v !== null && !Array.isArray(v);
@@ -145,9 +163,9 @@ export function openEnvelope(envelope: unknown, keys: ReceiptKeys | Jwks): Opene
   }
 
   const key = keySet.get(kid);
-  if (!key) checks.push({ name: "signature", ok: false, detail: `unknown kid ${kid} (not in the key set)` });
+  if (!key) checks.push({ name: "signature", ok: false, detail: `unknown kid ${printable(kid)} (not in the key set)` });
   else if (sig === null || sig.length !== 64 || !verify(null, bytes, key, sig)) {
-    checks.push({ name: "signature", ok: false, detail: `does not verify under kid ${kid}` });
+    checks.push({ name: "signature", ok: false, detail: `does not verify under kid ${printable(kid)}` });
   } else if (problem !== null) checks.push({ name: "signature", ok: false, detail: problem });
   else if (signed!.kid !== kid) checks.push({ name: "signature", ok: false, detail: "the signed kid differs from the envelope kid" });
   else checks.push({ name: "signature", ok: true, detail: `kid ${kid}` });
@@ -159,7 +177,8 @@ export function openEnvelope(envelope: unknown, keys: ReceiptKeys | Jwks): Opene
   } else if (canonicalOrNull(receipt) === text) {
     checks.push({ name: "readable_copy", ok: true });
   } else {
-    checks.push({ name: "readable_copy", ok: false, detail: `differs from signed payload at ${differingFields(receipt, signed).join(", ")}` });
+    const fields = differingFields(receipt, signed).map(printable);
+    checks.push({ name: "readable_copy", ok: false, detail: `differs from signed payload at ${fields.join(", ")}` });
   }
   return { checks, signed, payloadSha256 };
 }
@@ -280,9 +299,9 @@ export class ChainVerifier {
     const expectedSeq = prev ? prev.seq + 1 : 1;
     if (signed.seq !== expectedSeq) {
       const what = prev ? `after seq ${prev.seq}` : "as the first receipt of the key";
-      this.failures.push({ index, key_id: key, detail: `seq ${signed.seq} ${what}; expected seq ${expectedSeq} (a receipt is missing or out of order)` });
+      this.failures.push({ index, key_id: printable(key), detail: `seq ${signed.seq} ${what}; expected seq ${expectedSeq} (a receipt is missing or out of order)` });
     } else if (prev && signed.prev_sha256 !== prev.sha256) {
-      this.failures.push({ index, key_id: key, detail: `prev_sha256 differs from the hash of seq ${prev.seq}` });
+      this.failures.push({ index, key_id: printable(key), detail: `prev_sha256 differs from the hash of seq ${prev.seq}` });
     }
   }
 
