@@ -558,8 +558,9 @@ describe("concurrency on one file", () => {
 async function* lines(stream: ReadableStream<Uint8Array>): AsyncGenerator<string> {
   const decoder = new TextDecoder();
   let buffer = "";
-  for await (const chunk of stream) {
-    buffer += decoder.decode(chunk, { stream: true });
+  const reader = stream.getReader();
+  for (let chunk = await reader.read(); !chunk.done; chunk = await reader.read()) {
+    buffer += decoder.decode(chunk.value, { stream: true });
     for (let nl = buffer.indexOf("\n"); nl >= 0; nl = buffer.indexOf("\n")) {
       yield buffer.slice(0, nl);
       buffer = buffer.slice(nl + 1);
