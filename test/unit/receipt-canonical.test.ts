@@ -1,0 +1,161 @@
+// RFC 8785 canonical JSON: the RFC's own examples, its number table, key order by UTF-16 code
+// units, and everything JCS refuses.
+import { describe, expect, test } from "bun:test";
+import fc from "fast-check";
+import { CanonicalJsonError, canonicalJson, MAX_DEPTH } from "../../src/core/receipt/canonical.ts";
+import { hashJson, sha256Hex } from "../../src/core/receipt/hash.ts";
+
+// A double from its IEEE 754 bit pattern, as RFC 8785 Appendix B lists them.
+function fromBits(hex: string): number {
+  const view = new DataView(new ArrayBuffer(8));
+  view.setBigUint64(0, BigInt(`0x${hex}`));
+  return view.getFloat64(0);
+}
+
+function problemOf(value: unknown): string {
+  try {
+    canonicalJson(value);
+  } catch (err) {
+    if (err instanceof CanonicalJsonError) return `${err.problem} at ${err.path}`;
+    throw err;
+  }
+  return "accepted";
+}
+
+describe("canonicalJson (RFC 8785)", () => {
+  test("the example of section 3.2.2: literals, numbers and string escapes", () => {
+    const input = JSON.parse(
+      '{"numbers": [333333333.33333329, 1E30, 4.50, 2e-3, 0.000000000000000000000000001],' +
+        '"string": "\\u20ac$\\u000F\\u000aA\'\\u0042\\u0022\\u005c\\\\\\"\\/",' +
+        '"literals": [null, true, false]}',
+    );
+    expect(canonicalJson(input)).toBe(
+      '{"literals":[null,true,false],"numbers":[333333333.3333333,1e+30,4.5,0.002,1e-27],' +
+        '"string":"€$\\u000f\\nA\'B\\"\\\\\\\\\\"/"}',
+    );
+  });
+
+  test("the sorting example of section 3.2.3: keys by UTF-16 code units, not code points", () => {
+    const input = {
+      "\u20ac": "Euro Sign",
+      "\r": "Carriage Return",
+      "\ufb33": "Hebrew Letter Dalet With Dagesh",
+      "1": "One",
+      "\ud83d\ude00": "Emoji: Grinning Face",
+      "\u0080": "Control",
+      "\u00f6": "Latin Small Letter O With Diaeresis",
+    };
+    expect(canonicalJson(input)).toBe(
+      '{"\\r":"Carriage Return","1":"One","\u0080":"Control","ö":"Latin Small Letter O With Diaeresis",' +
+        '"€":"Euro Sign","😀":"Emoji: Grinning Face","\ufb33":"Hebrew Letter Dalet With Dagesh"}',
+    );
+  });
+
+  test("numbers of Appendix B serialise as ES Number::toString", () => {
+    const table: [string, string][] = [
+      ["0000000000000000", "0"],
+      ["8000000000000000", "0"], // -0
+      ["0000000000000001", "5e-324"],
+      ["8000000000000001", "-5e-324"],
+      ["7fefffffffffffff", "1.7976931348623157e+308"],
+      ["ffefffffffffffff", "-1.7976931348623157e+308"],
+      ["4340000000000000", "9007199254740992"],
+      ["c340000000000000", "-9007199254740992"],
+      ["4430000000000000", "295147905179352830000"],
+      ["44b52d02c7e14af5", "9.999999999999997e+22"],
+      ["44b52d02c7e14af6", "1e+23"],
+      ["444b1ae4d6e2ef4f", "999999999999999900000"],
+      ["444b1ae4d6e2ef50", "1e+21"],
+      ["3eb0c6f7a0b5ed8c", "9.999999999999997e-7"],
+      ["3eb0c6f7a0b5ed8d", "0.000001"],
+      ["41b3de4355555553", "333333333.3333332"],
+      ["41b3de4355555555", "333333333.3333333"],
+      ["41b3de4355555557", "333333333.33333343"],
+      ["becbf647612f3696", "-0.0000033333333333333333"],
+      ["43143ff3c1cb0959", "1424953923781206.2"],
+    ];
+    for (const [bits, text] of table) expect(`${bits} ${canonicalJson(fromBits(bits))}`).toBe(`${bits} ${text}`);
+    expect(canonicalJson([1e21, 1e-7, -0, 1e20])).toBe("[1e+21,1e-7,0,100000000000000000000]");
+  });
+
+  test("escapes: controls as \\b \\t \\n \\f \\r or \\u00xx lowercase; U+2028, DEL and non-ASCII as is", () => {
+    expect(canonicalJson("\b\t\n\f\r\u0000\u001f\u007f\u2028\u2029\"\\/é")).toBe(
+      '"\\b\\t\\n\\f\\r\\u0000\\u001f\u007f\u2028\u2029\\"\\\\/é"',
+    );
+  });
+
+  test("nested arrays and objects keep array order and sort every object", () => {
+    expect(canonicalJson({ b: [{ z: 1, a: 2 }, [], {}], a: null })).toBe('{"a":null,"b":[{"a":2,"z":1},[],{}]}');
+  });
+
+  test("refuses what JCS refuses, naming the place", () => {
+    expect(problemOf("\ud800")).toBe("LONE_SURROGATE at $");
+    expect(problemOf({ a: ["ok", "x\udc00"] })).toBe("LONE_SURROGATE at $.a[1]");
+    expect(problemOf({ "\udbff": 1 })).toBe("LONE_SURROGATE at $.\udbff");
+    expect(problemOf(Number.NaN)).toBe("NUMBER_NOT_FINITE at $");
+    expect(problemOf({ n: [Number.POSITIVE_INFINITY] })).toBe("NUMBER_NOT_FINITE at $.n[0]");
+    expect(problemOf({ a: -Infinity })).toBe("NUMBER_NOT_FINITE at $.a");
+    expect(problemOf(undefined)).toBe("UNSUPPORTED_TYPE at $");
+    expect(problemOf({ a: undefined })).toBe("UNSUPPORTED_TYPE at $.a");
+    expect(problemOf([undefined])).toBe("UNSUPPORTED_TYPE at $[0]");
+    expect(problemOf(new Array(1))).toBe("UNSUPPORTED_TYPE at $[0]");
+    expect(problemOf({ f: () => 1 })).toBe("UNSUPPORTED_TYPE at $.f");
+    expect(problemOf(10n)).toBe("UNSUPPORTED_TYPE at $");
+    expect(problemOf(Symbol("s"))).toBe("UNSUPPORTED_TYPE at $");
+    expect(problemOf({ d: new Date(0) })).toBe("UNSUPPORTED_TYPE at $.d");
+    expect(problemOf(new Map())).toBe("UNSUPPORTED_TYPE at $");
+    expect(problemOf(new (class Point {})())).toBe("UNSUPPORTED_TYPE at $");
+    expect(problemOf(new Uint8Array(2))).toBe("UNSUPPORTED_TYPE at $");
+  });
+
+  test("a well-formed surrogate pair and a null-prototype object are accepted", () => {
+    expect(canonicalJson("\ud83d\ude00")).toBe('"😀"');
+    const bare = Object.create(null) as Record<string, number>;
+    bare.b = 1;
+    bare.a = 2;
+    expect(canonicalJson(bare)).toBe('{"a":2,"b":1}');
+  });
+
+  test("a cycle or deep nesting stops with TOO_DEEP, not a stack overflow", () => {
+    const loop: Record<string, unknown> = {};
+    loop.self = loop;
+    expect(problemOf(loop)).toStartWith("TOO_DEEP at $.self.self");
+    let deep: unknown = 1;
+    for (let i = 0; i < MAX_DEPTH; i++) deep = [deep];
+    expect(problemOf(deep)).toBe("accepted");
+    expect(problemOf([deep])).toStartWith("TOO_DEEP at $[0]");
+  });
+
+  test("__proto__ as a JSON key is data, kept and sorted like any other", () => {
+    expect(canonicalJson(JSON.parse('{"z":1,"__proto__":{"x":1}}'))).toBe('{"__proto__":{"x":1},"z":1}');
+  });
+
+  test("property: parsing the output gives the input back, whatever the key order", () => {
+    fc.assert(
+      fc.property(fc.jsonValue(), (value) => {
+        const text = canonicalJson(value);
+        const back = JSON.parse(text);
+        expect(canonicalJson(back)).toBe(text);
+        expect(back).toEqual(JSON.parse(JSON.stringify(value)));
+        const reversed = JSON.parse(JSON.stringify(value), (_k, v) =>
+          v && typeof v === "object" && !Array.isArray(v) ? Object.fromEntries(Object.entries(v).reverse()) : v,
+        );
+        expect(canonicalJson(reversed)).toBe(text);
+      }),
+      { numRuns: 300 },
+    );
+  });
+});
+
+describe("hashes", () => {
+  test("sha256Hex is lowercase hex SHA-256 of the UTF-8 bytes", () => {
+    expect(sha256Hex("abc")).toBe("ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad");
+    expect(sha256Hex("é")).toBe(sha256Hex(new Uint8Array([0xc3, 0xa9])));
+  });
+
+  test("hashJson covers the canonical form, so key order does not change it", () => {
+    expect(hashJson({ b: 1, a: [1, 2] })).toBe(hashJson({ a: [1, 2], b: 1 }));
+    expect(hashJson({ a: 1 })).toBe(sha256Hex('{"a":1}'));
+    expect(hashJson({ a: 1 })).not.toBe(hashJson({ a: 2 }));
+  });
+});

@@ -1,0 +1,434 @@
+// Signing and offline verification: a round trip, then each tampering fails its own check and
+// (where the others cannot notice) only that one.
+import { describe, expect, test } from "bun:test";
+import { createPrivateKey, generateKeyPairSync, sign } from "node:crypto";
+import {
+  type Check,
+  chainLinkAfter,
+  describeCheck,
+  type Envelope,
+  generateSigningKey,
+  hashJson,
+  jwkThumbprint,
+  jwksOf,
+  loadSigner,
+  MCP_RECEIPT_META_KEY,
+  paramsSha256,
+  type Receipt,
+  type ReceiptFields,
+  ReceiptInvalidError,
+  ReceiptKeyError,
+  ReceiptKeys,
+  resultForHashing,
+  resultSha256,
+  verifyChain,
+  verifyEnvelope,
+  verifyResponse,
+} from "../../src/core/receipt/index.ts";
+
+const signer = loadSigner(generateSigningKey().privatePem);
+const retired = loadSigner(generateSigningKey().privatePem);
+const stranger = loadSigner(generateSigningKey().privatePem);
+const jwks = jwksOf(signer.publicJwk(), [retired.publicJwk()]);
+
+const ARGS = { query: "weather in Lyon", units: "metric", limit: 3 };
+const RESULT = { content: [{ type: "text", text: "Lyon: 14°C, light rain" }], structuredContent: { temp_c: 14 } };
+
+function fields(over: Partial<ReceiptFields> = {}): ReceiptFields {
+  return {
+    id: "rcpt_01JX0000000000000000000001",
+    issued_at: "2026-11-30T12:34:56.789Z",
+    org_id: "org_acme",
+    key_id: "key_agent7",
+    tool: "weather__forecast",
+    outcome: "charged",
+    http_status: 200,
+    price_mc: 2500,
+    amount_mc: 2500,
+    upstream_cost_mc: 1000,
+    remaining_mc: 97500,
+    period: "2026-11-30",
+    params_sha256: paramsSha256(ARGS),
+    result_sha256: resultSha256(RESULT),
+    seq: 1,
+    prev_sha256: null,
+    ...over,
+  };
+}
+
+const REFUSAL = { outcome: "refused_budget", http_status: 402, amount_mc: 0, result_sha256: null } as const;
+
+/** name -> "ok" | "skip" | "FAILED: detail", for compact assertions. */
+function verdicts(checks: Check[]): Record<string, string> {
+  return Object.fromEntries(checks.map((c) => [c.name, c.skipped ? "skip" : c.ok ? "ok" : `FAILED: ${c.detail}`]));
+}
+
+const ALL_OK = { signature: "ok", readable_copy: "ok", result: "ok", params: "ok" };
+
+function encode(text: string): string {
+  return Buffer.from(text, "utf8").toString("base64url");
+}
+function decode(payload: string): string {
+  return Buffer.from(payload, "base64url").toString("utf8");
+}
+
+describe("signing", () => {
+  test("kid is the RFC 7638 thumbprint (RFC 8037 A.3 vector) and the JWK is public only", () => {
+    expect(jwkThumbprint("11qYAYKxCrfVS_7TyWQHOg7hcvPapiMlrwIaaPcHURo")).toBe("kPrK_qmxVWaYVA9wwBF6Iuo3vVzz7TxHCTwXBygrS4k");
+    const generated = generateSigningKey();
+    const loaded = loadSigner(generated.privatePem);
+    expect(loaded.kid).toBe(generated.kid);
+    expect(loaded.publicJwk()).toEqual({ ...generated.publicJwk });
+    expect(Object.keys(loaded.publicJwk()).sort()).toEqual(["alg", "crv", "kid", "kty", "use", "x"]);
+    expect(loaded.publicJwk()).toMatchObject({ kty: "OKP", crv: "Ed25519", use: "sig", alg: "EdDSA", kid: loaded.kid });
+    expect(jwkThumbprint(loaded.publicJwk().x)).toBe(loaded.kid);
+  });
+
+  test("the payload is the canonical JSON of the receipt and the signature is over its bytes", () => {
+    const env = signer.sign(fields());
+    const text = decode(env.payload);
+    expect(text).toBe(JSON.stringify(Object.fromEntries(Object.entries(env.receipt).sort(([a], [b]) => (a < b ? -1 : 1)))));
+    expect(env.receipt).toMatchObject({ v: 1, kid: signer.kid });
+    expect(env.kid).toBe(signer.kid);
+    expect(env.payload).not.toContain("=");
+    expect(Buffer.from(env.signature, "base64url")).toHaveLength(64);
+  });
+
+  test("the readable copy lists fields in the documented order", () => {
+    expect(Object.keys(signer.sign(fields()).receipt)).toEqual([
+      "v", "id", "kid", "issued_at", "org_id", "key_id", "tool", "outcome", "http_status", "price_mc", "amount_mc",
+      "upstream_cost_mc", "remaining_mc", "period", "params_sha256", "result_sha256", "seq", "prev_sha256",
+    ]);
+  });
+
+  test("the signer refuses a receipt that breaks the rules, naming the field", () => {
+    const refused = (over: Record<string, unknown>) => {
+      try {
+        signer.sign({ ...fields(), ...over } as ReceiptFields);
+      } catch (err) {
+        expect(err).toBeInstanceOf(ReceiptInvalidError);
+        return (err as Error).message.replace("refusing to sign an invalid receipt: ", "");
+      }
+      return "signed";
+    };
+    expect(refused({ amount_mc: 2501 })).toBe("amount_mc: must be at most price_mc when charged and 0 otherwise");
+    expect(refused({ ...REFUSAL, amount_mc: 1 })).toBe("amount_mc: must be at most price_mc when charged and 0 otherwise");
+    expect(refused({ result_sha256: null })).toBe("result_sha256: must be set exactly when charged");
+    expect(refused({ ...REFUSAL, result_sha256: resultSha256(RESULT) })).toBe("result_sha256: must be set exactly when charged");
+    expect(refused({ seq: 2 })).toBe("prev_sha256: must be null exactly when seq is 1");
+    expect(refused({ prev_sha256: "a".repeat(64) })).toBe("prev_sha256: must be null exactly when seq is 1");
+    expect(refused({ price_mc: 2 ** 53 })).toBe("price_mc: invalid value");
+    expect(refused({ remaining_mc: -1 })).toBe("remaining_mc: invalid value");
+    expect(refused({ remaining_mc: 1.5 })).toBe("remaining_mc: invalid value");
+    expect(refused({ issued_at: "2026-11-30T12:34:56Z" })).toBe("issued_at: invalid value");
+    expect(refused({ issued_at: "2026-11-30T12:34:56.789+01:00" })).toBe("issued_at: invalid value");
+    expect(refused({ period: "2026-13" })).toBe("period: invalid value");
+    expect(refused({ outcome: "refunded" })).toBe("outcome: invalid value");
+    expect(refused({ params_sha256: "A".repeat(64) })).toBe("params_sha256: invalid value");
+    expect(refused({ seq: 0 })).toBe("seq: invalid value");
+    expect(refused({ note: "x" })).toBe("note: unknown field");
+    expect(refused({ tool: undefined })).toBe("tool: invalid value");
+    expect(refused({ period: "none" })).toBe("signed");
+    expect(refused({ period: "2026-11" })).toBe("signed");
+  });
+
+  test("loadSigner accepts only an Ed25519 PEM private key", () => {
+    const p256 = generateKeyPairSync("ec", { namedCurve: "P-256" }).privateKey.export({ format: "pem", type: "pkcs8" }).toString();
+    expect(() => loadSigner(p256)).toThrow(ReceiptKeyError);
+    expect(() => loadSigner("not a key")).toThrow(ReceiptKeyError);
+    const pub = generateKeyPairSync("ed25519").publicKey.export({ format: "pem", type: "spki" }).toString();
+    expect(() => loadSigner(pub)).toThrow(ReceiptKeyError);
+  });
+});
+
+describe("verifyResponse on a REST body", () => {
+  const env = signer.sign(fields());
+  const body = () => structuredClone({ result: RESULT, receipt: env });
+
+  test("an intact response passes all four checks", () => {
+    expect(verdicts(verifyResponse(body(), jwks, ARGS))).toEqual(ALL_OK);
+  });
+
+  test("without arguments the params check is skipped, and still counts as passing", () => {
+    const checks = verifyResponse(body(), jwks);
+    expect(verdicts(checks)).toEqual({ ...ALL_OK, params: "skip" });
+    expect(checks.every((c) => c.ok)).toBe(true);
+  });
+
+  test("key order in the result and the arguments does not matter", () => {
+    const reordered = { structuredContent: { temp_c: 14 }, content: [{ text: "Lyon: 14°C, light rain", type: "text" }] };
+    const args = { limit: 3, units: "metric", query: "weather in Lyon" };
+    expect(verdicts(verifyResponse({ receipt: env, result: reordered }, jwks, args))).toEqual(ALL_OK);
+  });
+
+  test("one digit of amount_mc in the readable copy: only readable_copy fails, naming the field", () => {
+    const b = body();
+    b.receipt.receipt.amount_mc = 2509;
+    expect(verdicts(verifyResponse(b, jwks, ARGS))).toEqual({
+      ...ALL_OK,
+      readable_copy: "FAILED: differs from signed payload at amount_mc",
+    });
+  });
+
+  test("one digit of amount_mc in the signed payload: the signature fails and the copy differs", () => {
+    const b = body();
+    b.receipt.payload = encode(decode(env.payload).replace('"amount_mc":2500', '"amount_mc":2000'));
+    expect(verdicts(verifyResponse(b, jwks, ARGS))).toEqual({
+      ...ALL_OK,
+      signature: `FAILED: does not verify under kid ${signer.kid}`,
+      readable_copy: "FAILED: differs from signed payload at amount_mc",
+    });
+  });
+
+  test("one character of the answer: only result fails", () => {
+    const b = body();
+    b.result.content[0]!.text = "Lyon: 15°C, light rain";
+    expect(verdicts(verifyResponse(b, jwks, ARGS))).toEqual({ ...ALL_OK, result: "FAILED: result_sha256 differs" });
+  });
+
+  test("one character of the arguments: only params fails", () => {
+    expect(verdicts(verifyResponse(body(), jwks, { ...ARGS, query: "weather in LyoN" }))).toEqual({
+      ...ALL_OK,
+      params: "FAILED: params_sha256 differs",
+    });
+  });
+
+  test("a receipt signed by another key (its own kid) fails the signature as an unknown kid", () => {
+    const other = stranger.sign(fields());
+    expect(verdicts(verifyResponse({ result: RESULT, receipt: other }, jwks, ARGS))).toEqual({
+      ...ALL_OK,
+      signature: `FAILED: unknown kid ${stranger.kid} (not in the key set)`,
+    });
+  });
+
+  test("another key's signature presented under our kid does not verify", () => {
+    const receipt: Receipt = { ...signer.sign(fields()).receipt };
+    const bytes = Buffer.from(decode(signer.sign(fields()).payload), "utf8");
+    const forged: Envelope = {
+      payload: bytes.toString("base64url"),
+      signature: stranger.sign(fields()).signature,
+      kid: signer.kid,
+      receipt,
+    };
+    expect(verdicts(verifyResponse({ result: RESULT, receipt: forged }, jwks, ARGS)).signature).toBe(
+      `FAILED: does not verify under kid ${signer.kid}`,
+    );
+  });
+
+  test("an envelope kid that is not in the key set fails as unknown", () => {
+    const b = body();
+    b.receipt.kid = "no-such-kid";
+    expect(verdicts(verifyResponse(b, jwks, ARGS)).signature).toBe("FAILED: unknown kid no-such-kid (not in the key set)");
+  });
+
+  test("a receipt of a retired key still verifies while the JWKS lists it", () => {
+    const old = retired.sign(fields());
+    expect(verdicts(verifyResponse({ result: RESULT, receipt: old }, jwks, ARGS))).toEqual(ALL_OK);
+    expect(verdicts(verifyResponse({ result: RESULT, receipt: old }, jwksOf(signer.publicJwk()), ARGS)).signature).toStartWith(
+      "FAILED: unknown kid",
+    );
+  });
+
+  test("a validly signed payload that is not canonical JSON is refused", () => {
+    const key = createPrivateKey(generateSigningKey().privatePem);
+    const x = String(key.export({ format: "jwk" }).x);
+    const kid = jwkThumbprint(x);
+    const receipt = { ...signer.sign(fields()).receipt, kid };
+    const loose = Buffer.from(JSON.stringify(receipt), "utf8"); // field order, not sorted
+    const env2 = { payload: loose.toString("base64url"), signature: sign(null, loose, key).toString("base64url"), kid, receipt };
+    const keys = { keys: [{ kty: "OKP" as const, crv: "Ed25519" as const, x, kid, use: "sig" as const, alg: "EdDSA" as const }] };
+    expect(verdicts(verifyEnvelope(env2, keys)).signature).toBe("FAILED: the signed payload is not canonical JSON");
+  });
+
+  test("a signed payload whose kid differs from the envelope's is refused", () => {
+    const key = createPrivateKey(generateSigningKey().privatePem);
+    const x = String(key.export({ format: "jwk" }).x);
+    const kid = jwkThumbprint(x);
+    const receipt = { ...signer.sign(fields()).receipt, kid: "someone-else" };
+    const bytes = Buffer.from(JSON.stringify(Object.fromEntries(Object.entries(receipt).sort(([a], [b]) => (a < b ? -1 : 1)))));
+    const env2 = { payload: bytes.toString("base64url"), signature: sign(null, bytes, key).toString("base64url"), kid, receipt };
+    expect(verdicts(verifyEnvelope(env2, { keys: [{ kty: "OKP", crv: "Ed25519", x, kid, use: "sig", alg: "EdDSA" }] })).signature).toBe(
+      "FAILED: the signed kid differs from the envelope kid",
+    );
+  });
+
+  test("a re-spelled payload (padding) or a mangled signature fails, and never throws", () => {
+    const b = body();
+    b.receipt.payload = `${env.payload}=`;
+    expect(verdicts(verifyResponse(b, jwks, ARGS))).toEqual({ envelope: "FAILED: payload is not base64url" });
+    const c = body();
+    const flipped = env.signature[10] === "A" ? "B" : "A";
+    c.receipt.signature = `${env.signature.slice(0, 10)}${flipped}${env.signature.slice(11)}`;
+    expect(verdicts(verifyResponse(c, jwks, ARGS)).signature).toStartWith("FAILED: does not verify");
+    for (const junk of [null, 1, "x", [], {}, { receipt: 1 }, { receipt: { payload: 1 } }]) {
+      expect(verifyResponse(junk, jwks).some((c) => !c.ok)).toBe(true);
+    }
+  });
+
+  test("the readable copy names every differing field, and a missing copy fails", () => {
+    const b = body();
+    b.receipt.receipt.remaining_mc = 1;
+    (b.receipt.receipt as Record<string, unknown>).bonus = true;
+    expect(verdicts(verifyResponse(b, jwks, ARGS)).readable_copy).toBe("FAILED: differs from signed payload at remaining_mc, bonus");
+    const c = body() as { receipt: Partial<Envelope> };
+    delete c.receipt.receipt;
+    expect(verdicts(verifyResponse(c, jwks, ARGS)).readable_copy).toBe("FAILED: the envelope has no readable copy");
+  });
+
+  test("text from the file is escaped before it reaches a terminal", () => {
+    const b = body();
+    b.receipt.kid = "\u001b[31mred\u202e";
+    const line = describeCheck(verifyResponse(b, jwks, ARGS)[0]!);
+    expect(line).toBe("FAILED signature: unknown kid \\u001b[31mred\\u202e (not in the key set)");
+  });
+});
+
+describe("refusals and bare envelopes", () => {
+  test("a refusal body {error, receipt} passes with no result bound", () => {
+    const env = signer.sign(fields(REFUSAL));
+    expect(verdicts(verifyResponse({ error: "BUDGET_EXHAUSTED", receipt: env }, jwks, ARGS))).toEqual(ALL_OK);
+    expect(verifyResponse({ error: "BUDGET_EXHAUSTED", receipt: env }, jwks)[2]!.detail).toBe(
+      "none returned, none paid for (refused_budget)",
+    );
+  });
+
+  test("a charged receipt pasted into a refusal body fails the result check", () => {
+    const env = signer.sign(fields());
+    expect(verdicts(verifyResponse({ error: "BUDGET_EXHAUSTED", receipt: env }, jwks)).result).toBe(
+      "FAILED: result_sha256 is set but the response holds no result",
+    );
+  });
+
+  test("a refusal receipt next to a result does not make that result a paid answer", () => {
+    const env = signer.sign(fields(REFUSAL));
+    expect(verdicts(verifyResponse({ result: RESULT, receipt: env }, jwks)).result).toBe(
+      "FAILED: the response holds a result but result_sha256 is null",
+    );
+  });
+
+  test("a bare envelope checks signature and copy; result is skipped", () => {
+    const env = signer.sign(fields());
+    expect(verdicts(verifyResponse(env, jwks, ARGS))).toEqual({ ...ALL_OK, result: "skip" });
+    expect(verdicts(verifyEnvelope(env, jwks))).toEqual({ signature: "ok", readable_copy: "ok" });
+  });
+});
+
+describe("MCP tools/call results", () => {
+  const mcp = (over: Partial<ReceiptFields> = {}, result: Record<string, unknown> = RESULT) => {
+    const env = signer.sign(fields({ result_sha256: resultSha256(result), ...over }));
+    const meta = { ...(result._meta as object | undefined), [MCP_RECEIPT_META_KEY]: env };
+    return { ...structuredClone(result), _meta: meta };
+  };
+
+  test("resultForHashing drops the receipt entry, and _meta when nothing else is left", () => {
+    const env = signer.sign(fields());
+    const withOnly = { ...RESULT, _meta: { [MCP_RECEIPT_META_KEY]: env } };
+    expect(resultForHashing(withOnly)).toEqual(RESULT);
+    expect(Object.hasOwn(resultForHashing(withOnly) as object, "_meta")).toBe(false);
+    const withOther = { ...RESULT, _meta: { trace: "t1", [MCP_RECEIPT_META_KEY]: env } };
+    expect(resultForHashing(withOther)).toEqual({ ...RESULT, _meta: { trace: "t1" } });
+    expect(withOther._meta[MCP_RECEIPT_META_KEY]).toBe(env); // input untouched
+    expect(resultForHashing(RESULT)).toBe(RESULT);
+    expect(resultForHashing([1])).toEqual([1]);
+    expect(resultSha256(withOnly)).toBe(hashJson(RESULT));
+  });
+
+  test("a saved MCP result passes, with or without other _meta entries", () => {
+    expect(verdicts(verifyResponse(mcp(), jwks, ARGS))).toEqual(ALL_OK);
+    expect(verdicts(verifyResponse(mcp({}, { ...RESULT, _meta: { trace: "t1" } }), jwks, ARGS))).toEqual(ALL_OK);
+  });
+
+  test("one character of the MCP answer, or of another _meta entry, fails the result check", () => {
+    type Loose = { content: { text: string }[]; _meta: Record<string, unknown>; isError?: boolean };
+    const a = mcp() as unknown as Loose;
+    a.content[0]!.text = "Lyon: 14°C, light raiN";
+    expect(verdicts(verifyResponse(a, jwks, ARGS))).toEqual({ ...ALL_OK, result: "FAILED: result_sha256 differs" });
+    const b = mcp({}, { ...RESULT, _meta: { trace: "t1" } }) as unknown as Loose;
+    b._meta.trace = "t2";
+    expect(verdicts(verifyResponse(b, jwks, ARGS)).result).toBe("FAILED: result_sha256 differs");
+    const c = mcp() as unknown as Loose;
+    c.isError = false; // a key the desk did not send
+    expect(verdicts(verifyResponse(c, jwks, ARGS)).result).toBe("FAILED: result_sha256 differs");
+  });
+
+  test("an MCP refusal (isError, no result bound) passes; a non-error answer under it fails", () => {
+    const refusal = { content: [{ type: "text", text: '{"error":"BUDGET_EXHAUSTED"}' }], structuredContent: { error: "BUDGET_EXHAUSTED" }, isError: true };
+    const env = signer.sign(fields(REFUSAL));
+    const saved = { ...refusal, _meta: { [MCP_RECEIPT_META_KEY]: env } };
+    expect(verdicts(verifyResponse(saved, jwks, ARGS))).toEqual(ALL_OK);
+    const posing = { ...RESULT, _meta: { [MCP_RECEIPT_META_KEY]: env } };
+    expect(verdicts(verifyResponse(posing, jwks, ARGS)).result).toBe("FAILED: the response holds a result but result_sha256 is null");
+  });
+});
+
+describe("key sets", () => {
+  const good = signer.publicJwk();
+  const load = (keys: unknown[]) => {
+    try {
+      ReceiptKeys.fromJwks({ keys });
+      return "loaded";
+    } catch (err) {
+      expect(err).toBeInstanceOf(ReceiptKeyError);
+      return (err as Error).message;
+    }
+  };
+
+  test("a JWKS of public Ed25519 keys whose kid is their thumbprint loads", () => {
+    expect(load([good, retired.publicJwk()])).toBe("loaded");
+    expect(ReceiptKeys.fromJwks({ keys: [good] }).kids).toEqual([signer.kid]);
+  });
+
+  test("private material, other key types, a kid that is not the thumbprint and repeats are refused", () => {
+    expect(load([{ ...good, d: "AAAA" }])).toBe('keys[0] holds private key material ("d")');
+    expect(load([{ ...good, crv: "P-256" }])).toBe("keys[0] is not an Ed25519 (OKP) key");
+    expect(load([{ ...good, kid: "my-key" }])).toBe("keys[0] has a kid that is not its RFC 7638 thumbprint");
+    expect(load([good, good])).toBe(`keys[1] repeats kid ${signer.kid}`);
+    expect(load([{ ...good, x: "short" }])).toBe('keys[0] has no valid "x"');
+    expect(load([{ ...good, use: "enc" }])).toBe('keys[0] has use other than "sig"');
+    expect(() => ReceiptKeys.fromJwks([good])).toThrow('not a JWKS: expected {"keys": [...]}');
+  });
+});
+
+describe("chains", () => {
+  function chainOf(keyId: string, n: number, s = signer): Envelope[] {
+    const out: Envelope[] = [];
+    let prev: Receipt | null = null;
+    for (let i = 0; i < n; i++) {
+      const env = s.sign(fields({ key_id: keyId, id: `rcpt_${keyId}_${i}`, ...chainLinkAfter(prev) }));
+      out.push(env);
+      prev = env.receipt;
+    }
+    return out;
+  }
+
+  test("chainLinkAfter: seq 1 with null, then the previous payload's hash", () => {
+    expect(chainLinkAfter(null)).toEqual({ seq: 1, prev_sha256: null });
+    const first = signer.sign(fields());
+    const digest = new Bun.CryptoHasher("sha256").update(Buffer.from(first.payload, "base64url")).digest("hex");
+    expect(chainLinkAfter(first.receipt)).toEqual({ seq: 2, prev_sha256: digest });
+  });
+
+  test("interleaved intact chains of several keys pass, across a key rotation", () => {
+    const a = chainOf("key_a", 4);
+    const b = [...chainOf("key_b", 2), ...chainOf("key_b", 3, retired).slice(2)];
+    const list = [a[0], b[0], a[1], a[2], b[1], a[3]];
+    expect(verifyChain(list)).toEqual({ keys: 2, failures: [] });
+  });
+
+  test("a deleted, reordered, duplicated or re-linked receipt breaks its key's chain", () => {
+    const a = chainOf("key_a", 5);
+    expect(verifyChain([a[0], a[1], a[3], a[4]]).failures).toEqual([
+      { index: 2, key_id: "key_a", detail: "seq 4 after seq 2; expected seq 3 (a receipt is missing or out of order)" },
+    ]);
+    expect(verifyChain([a[0], a[2], a[1]]).failures.map((f) => f.index)).toEqual([1, 2]);
+    expect(verifyChain([a[0], a[1], a[1]]).failures.map((f) => f.index)).toEqual([2]);
+    expect(verifyChain([a[1], a[2]]).failures).toEqual([
+      { index: 0, key_id: "key_a", detail: "seq 2 as the first receipt of the key; expected seq 1 (a receipt is missing or out of order)" },
+    ]);
+    // A receipt re-signed with different contents but the same seq: the next link no longer matches.
+    const altered = signer.sign(fields({ key_id: "key_a", id: "rcpt_other", ...chainLinkAfter(a[0]!.receipt) }));
+    expect(verifyChain([a[0], altered, a[2]]).failures).toEqual([
+      { index: 2, key_id: "key_a", detail: "prev_sha256 differs from the hash of seq 2" },
+    ]);
+  });
+});
