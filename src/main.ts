@@ -35,7 +35,10 @@ export function buildProgram(): Command {
       await runCerts({ dir, hosts: opts.host, streams: processStreams, now: new Date() });
     });
 
-  withUsage(program.command("serve-mcp"), usage.SERVE_MCP_USAGE).action(() => notBuiltYet("serve-mcp"));
+  withUsage(program.command("serve-mcp"), usage.SERVE_MCP_USAGE).action(async () => {
+    const { runServeMcp } = await import("./commands/serve-mcp/index.ts");
+    await runServeMcp({ version: VERSION, streams: processStreams });
+  });
   withUsage(
     program
       .command("approver")

@@ -1,0 +1,95 @@
+// The approver's settings from flags and the environment (a flag wins), checked before anything
+// listens: a bad value stops it with an error and a hint.
+import { isIP } from "node:net";
+import { homedir } from "node:os";
+import { join, resolve } from "node:path";
+import { usageError } from "../../cli/voice.ts";
+import { parseDuration } from "../../core/duration.ts";
+import type { TlsPaths, TlsRole } from "../../core/tls/load.ts";
+
+export type ApproverFlags = {
+  cert?: string;
+  key?: string;
+  ca?: string;
+  listen?: string;
+  db?: string;
+  ttl?: string;
+  maxPending?: string;
+};
+
+export type ApproverConfig = {
+  tls: TlsPaths;
+  labels: Record<TlsRole, string>;
+  hostname: string;
+  port: number;
+  dbPath: string;
+  /** The default path was used: its directory is created with mode 0700. */
+  dbIsDefault: boolean;
+  ttlMs: number;
+  maxPending: number;
+};
+
+const ENV: Record<TlsRole, string> = {
+  cert: "ASK_ONLY_PAY_APPROVER_CERT",
+  key: "ASK_ONLY_PAY_APPROVER_KEY",
+  ca: "ASK_ONLY_PAY_APPROVER_CA",
+};
+
+export const DEFAULT_LISTEN = "127.0.0.1:8443";
+export const DEFAULT_TTL = "10m";
+export const DEFAULT_MAX_PENDING = 50;
+/** A cap above this is a typo: the console could not show that many asks to a person. */
+export const MAX_MAX_PENDING = 100_000;
+
+/** `$XDG_STATE_HOME/ask-only/asks.db`, else `~/.local/state/ask-only/asks.db`. */
+export function defaultDbPath(env: Record<string, string | undefined>): string {
+  const state = env.XDG_STATE_HOME?.startsWith("/") ? env.XDG_STATE_HOME : join(env.HOME || homedir(), ".local", "state");
+  return join(state, "ask-only", "asks.db");
+}
+
+/** `HOST:PORT` or `[IPv6]:PORT`; port 0 picks a free port (tests). */
+export function parseListen(text: string): { hostname: string; port: number } | undefined {
+  const m = /^(?:\[([0-9a-fA-F:.]+)\]|([^:[\]]+)):(\d{1,5})$/.exec(text);
+  if (!m) return undefined;
+  const hostname = m[1] ?? m[2]!;
+  const port = Number(m[3]);
+  if (port > 65_535) return undefined;
+  if (m[1] !== undefined && isIP(hostname) !== 6) return undefined;
+  return { hostname, port };
+}
+
+export function resolveApproverConfig(flags: ApproverFlags, env: Record<string, string | undefined>, cwd: string): ApproverConfig {
+  const tls = {} as TlsPaths;
+  const labels = {} as Record<TlsRole, string>;
+  for (const role of ["cert", "key", "ca"] as const) {
+    const fromFlag = flags[role];
+    const fromEnv = env[ENV[role]];
+    const value = fromFlag ?? (fromEnv === "" ? undefined : fromEnv);
+    if (value === undefined) {
+      throw usageError(
+        `--${role} is missing`,
+        `give --${role} PATH or set ${ENV[role]}; \`ask-only certs DIR\` makes the files (approver.pem, approver.key, client-ca.pem)`,
+      );
+    }
+    tls[role] = value;
+    labels[role] = fromFlag !== undefined ? `--${role}` : ENV[role];
+  }
+
+  const listen = parseListen(flags.listen ?? DEFAULT_LISTEN);
+  if (!listen) throw usageError(`--listen ${JSON.stringify(flags.listen)} is not HOST:PORT`, "e.g. --listen 127.0.0.1:8443");
+
+  const ttlMs = parseDuration(flags.ttl ?? DEFAULT_TTL);
+  if (ttlMs === undefined) throw usageError(`--ttl ${JSON.stringify(flags.ttl)} is not a duration`, "a whole number and s, m or h, at most a week: e.g. 90s, 10m, 1h");
+
+  let maxPending = DEFAULT_MAX_PENDING;
+  if (flags.maxPending !== undefined) {
+    maxPending = /^[1-9]\d{0,5}$/.test(flags.maxPending) ? Number(flags.maxPending) : Number.NaN;
+    if (!(maxPending <= MAX_MAX_PENDING)) {
+      throw usageError(`--max-pending ${JSON.stringify(flags.maxPending)} is not a count`, `a whole number from 1 to ${MAX_MAX_PENDING}`);
+    }
+  }
+
+  const dbIsDefault = flags.db === undefined;
+  const dbPath = dbIsDefault ? defaultDbPath(env) : resolve(cwd, flags.db!);
+  return { tls, labels, ...listen, dbPath, dbIsDefault, ttlMs, maxPending };
+}

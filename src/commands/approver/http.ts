@@ -1,0 +1,128 @@
+// The approver's HTTP API, behind mutual TLS. Three routes and nothing else: create a pay ask,
+// create an account ask, read an ask's state. There is no route that approves, denies, cancels
+// or executes anything: a decision is typed on the console, never sent over the wire.
+import type { StoredAsk } from "../../core/asks.ts";
+import { type ErrorCode, errorResponse } from "../../core/errors.ts";
+import { isApprovalId } from "../../core/ids.ts";
+import type { AskLedger } from "../../core/ledger/asks.ts";
+import { validateAccountAsk, validatePayAsk } from "../../core/schema/ask.ts";
+
+/** Request bodies above this are refused, whatever Content-Length says. */
+export const MAX_BODY_BYTES = 16 * 1024;
+
+export type ApiOptions = {
+  ledger: AskLedger;
+  ttlMs: number;
+  maxPending: number;
+  /** Called once per stored ask, after it is stored (the console prints its recap). */
+  onCreated: (stored: StoredAsk) => void;
+  /** A server fault, by name only: messages may quote stored text, which never reaches a log. */
+  onFault: (what: string) => void;
+};
+
+const NO_STORE = { "Cache-Control": "no-store" };
+const fail = (code: ErrorCode) => errorResponse(code, NO_STORE);
+
+class BodyRefused extends Error {
+  constructor(readonly code: ErrorCode) {
+    super(code);
+  }
+}
+
+/** `application/json`, optionally with `charset=utf-8`; anything else is refused. */
+function isJsonContentType(value: string | null): boolean {
+  if (value === null) return false;
+  const [media, ...params] = value.split(";").map((p) => p.trim().toLowerCase());
+  if (media !== "application/json") return false;
+  return params.every((p) => p === "" || p === "charset=utf-8" || p === 'charset="utf-8"');
+}
+
+/**
+ * Reads at most MAX_BODY_BYTES and stops there: a client that lies about Content-Length, or
+ * sends none (chunked), cannot make the approver buffer more.
+ */
+async function readCappedBody(req: Request): Promise<Uint8Array> {
+  const declared = req.headers.get("content-length");
+  if (declared !== null && !(/^\d+$/.test(declared) && Number(declared) <= MAX_BODY_BYTES)) {
+    throw new BodyRefused(/^\d+$/.test(declared) ? "BODY_TOO_LARGE" : "BODY_INVALID");
+  }
+  if (!req.body) return new Uint8Array(0);
+  const reader = req.body.getReader();
+  const chunks: Uint8Array[] = [];
+  let total = 0;
+  for (;;) {
+    const { done, value } = await reader.read();
+    if (done) break;
+    total += value.byteLength;
+    if (total > MAX_BODY_BYTES) {
+      await reader.cancel().catch(() => {});
+      throw new BodyRefused("BODY_TOO_LARGE");
+    }
+    chunks.push(value);
+  }
+  const body = new Uint8Array(total);
+  let at = 0;
+  for (const chunk of chunks) {
+    body.set(chunk, at);
+    at += chunk.byteLength;
+  }
+  return body;
+}
+
+const utf8 = new TextDecoder("utf-8", { fatal: true, ignoreBOM: false });
+
+async function readJsonObject(req: Request): Promise<Record<string, unknown>> {
+  if (!isJsonContentType(req.headers.get("content-type"))) throw new BodyRefused("CONTENT_TYPE_INVALID");
+  const bytes = await readCappedBody(req);
+  let value: unknown;
+  try {
+    value = JSON.parse(utf8.decode(bytes));
+  } catch {
+    throw new BodyRefused("BODY_INVALID");
+  }
+  if (typeof value !== "object" || value === null || Array.isArray(value)) throw new BodyRefused("BODY_INVALID");
+  return value as Record<string, unknown>;
+}
+
+const ASK_PATH = /^\/v1\/asks\/([^/]+)$/;
+
+export function makeApproverApi(options: ApiOptions): (req: Request) => Promise<Response> {
+  const create = async (req: Request, kind: "pay" | "account"): Promise<Response> => {
+    const body = await readJsonObject(req);
+    // Any holder of a client certificate can call this: every field is checked here again,
+    // card-number net included, whatever serve-mcp already checked.
+    const checked = kind === "pay" ? validatePayAsk(body) : validateAccountAsk(body);
+    if (!checked.ok) return fail(checked.code);
+    const made = options.ledger.create(checked.ask, { ttlMs: options.ttlMs, maxPending: options.maxPending });
+    if (!made.ok) return fail(made.code);
+    options.onCreated(made.stored);
+    return Response.json(
+      { approval_id: made.stored.ask.approval_id, state: "pending", expires_at: made.stored.expires_at.toISOString() },
+      { status: 201, headers: NO_STORE },
+    );
+  };
+
+  const status = (id: string): Response => {
+    if (!isApprovalId(id)) return fail("APPROVAL_ID_INVALID");
+    const stored = options.ledger.get(id);
+    if (!stored) return fail("ASK_NOT_FOUND");
+    const answer: { approval_id: string; state: string; ref?: string } = { approval_id: id, state: stored.state };
+    if (stored.state === "approved" && stored.ref !== undefined) answer.ref = stored.ref;
+    return Response.json(answer, { status: 200, headers: NO_STORE });
+  };
+
+  return async (req) => {
+    try {
+      const path = new URL(req.url).pathname;
+      if (req.method === "POST" && path === "/v1/asks/pay") return await create(req, "pay");
+      if (req.method === "POST" && path === "/v1/asks/account") return await create(req, "account");
+      const m = req.method === "GET" ? ASK_PATH.exec(path) : null;
+      if (m && m[1] !== "pay" && m[1] !== "account") return status(m[1]!);
+      return fail("NOT_FOUND");
+    } catch (err) {
+      if (err instanceof BodyRefused) return fail(err.code);
+      options.onFault(err instanceof Error ? err.name : "non-error thrown");
+      return fail("INTERNAL");
+    }
+  };
+}

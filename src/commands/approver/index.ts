@@ -1,0 +1,120 @@
+// `ask-only approver`: checks its files, opens the ask ledger, listens with mutual TLS only,
+// and runs the console where the person decides. Stops cleanly on SIGINT or SIGTERM.
+import { mkdirSync } from "node:fs";
+import { dirname } from "node:path";
+import { createInterface } from "node:readline";
+import { failure, info, type Streams } from "../../cli/voice.ts";
+import { formatDuration } from "../../core/duration.ts";
+import { errorResponse } from "../../core/errors.ts";
+import { mintDemoRef } from "../../core/ids.ts";
+import { AskLedger } from "../../core/ledger/asks.ts";
+import { LedgerOpenError } from "../../core/ledger/database.ts";
+import { loadTlsFiles, TlsLoadError } from "../../core/tls/load.ts";
+import { type ApproverFlags, resolveApproverConfig } from "./config.ts";
+import { ApproverConsole } from "./console.ts";
+import { makeApproverApi } from "./http.ts";
+
+export type { ApproverFlags } from "./config.ts";
+
+const errnoCode = (err: unknown) => (err as NodeJS.ErrnoException)?.code ?? (err instanceof Error ? err.name : "unknown");
+
+export async function runApprover(flags: ApproverFlags, streams: Streams): Promise<void> {
+  const config = resolveApproverConfig(flags, process.env, process.cwd());
+  const clock = () => new Date();
+
+  let tls: ReturnType<typeof loadTlsFiles>;
+  try {
+    tls = loadTlsFiles(config.tls, { side: "approver", labels: config.labels, now: clock(), cwd: process.cwd() });
+  } catch (err) {
+    if (err instanceof TlsLoadError) throw failure(err.message, err.hint);
+    throw err;
+  }
+
+  try {
+    // 0700: the asks of one person are nobody else's business on a shared machine.
+    mkdirSync(dirname(config.dbPath), { recursive: true, mode: 0o700 });
+  } catch (err) {
+    throw failure(`cannot create the directory of the ask ledger ${dirname(config.dbPath)}: ${errnoCode(err)}`, "choose another place with --db PATH");
+  }
+  let ledger: AskLedger;
+  try {
+    ledger = AskLedger.open(config.dbPath, clock);
+  } catch (err) {
+    if (err instanceof LedgerOpenError) throw failure(`${config.dbPath}: ${err.message}`);
+    throw failure(`cannot open the ask ledger ${config.dbPath}: ${errnoCode(err)}`, "check the path and its permissions, or choose another with --db PATH");
+  }
+
+  const stdout = process.stdout;
+  const isTTY = stdout.isTTY === true;
+  const consoleUi = new ApproverConsole({
+    ledger,
+    clock,
+    out: (text) => streams.out(text),
+    isTTY,
+    columns: () => (isTTY ? stdout.columns : undefined),
+    mintRef: () => mintDemoRef(),
+  });
+
+  const api = makeApproverApi({
+    ledger,
+    ttlMs: config.ttlMs,
+    maxPending: config.maxPending,
+    onCreated: (stored) => consoleUi.announce(stored),
+    onFault: (what) => info(streams, `internal fault while answering a request (${what})`),
+  });
+
+  let server: ReturnType<typeof Bun.serve>;
+  try {
+    server = Bun.serve({
+      hostname: config.hostname,
+      port: config.port,
+      // Mutual TLS, with no switch to turn it off: a client without a certificate from the
+      // client CA is refused in the handshake and never reaches a handler.
+      tls: { cert: tls.cert, key: tls.key, ca: tls.ca, requestCert: true, rejectUnauthorized: true },
+      fetch: api,
+      error: () => errorResponse("INTERNAL"),
+    });
+  } catch (err) {
+    ledger.close();
+    throw failure(`cannot listen on ${config.hostname}:${config.port}: ${errnoCode(err)}`, "another process may hold the port; choose another with --listen HOST:PORT");
+  }
+
+  const host = config.hostname.includes(":") ? `[${config.hostname}]` : config.hostname;
+  info(streams, `approver listening on https://${host}:${server.port} (mutual TLS only)`);
+  info(streams, `ask ledger: ${config.dbPath}`);
+  info(streams, `trusting clients certified by ${tls.caSubject} (${tls.paths.ca}, sha256 ${tls.caFingerprint256})`);
+  info(streams, `asks wait ${formatDuration(config.ttlMs)} for a decision; at most ${config.maxPending} pending`);
+  info(streams, 'type "help" for the console commands');
+
+  const { promise: stopped, resolve: stop } = Promise.withResolvers<string>();
+  const onSignal = (signal: NodeJS.Signals) => stop(signal);
+  process.once("SIGINT", onSignal);
+  process.once("SIGTERM", onSignal);
+
+  const onResize = () => consoleUi.resized();
+  if (isTTY) stdout.on("resize", onResize);
+
+  // Asks still pending from before a restart are shown again.
+  for (const stored of ledger.listPending()) consoleUi.announce(stored);
+
+  const stdinIsTTY = process.stdin.isTTY === true;
+  const lines = createInterface({ input: process.stdin, terminal: false });
+  lines.on("line", (line) => consoleUi.command(line));
+  lines.on("close", () => {
+    // Ctrl-D on a terminal means the person is done; a closed pipe (a supervisor, nohup) does
+    // not stop the server: asks stay stored and can be decided after a restart with a console.
+    if (stdinIsTTY) stop("end of input");
+    else info(streams, "console input closed; still serving; stop with Ctrl-C or SIGTERM");
+  });
+
+  const why = await stopped;
+  process.off("SIGINT", onSignal);
+  process.off("SIGTERM", onSignal);
+  stdout.off("resize", onResize);
+  lines.close();
+  process.stdin.pause();
+  process.stdin.unref?.();
+  await server.stop(true);
+  ledger.close();
+  info(streams, `approver stopped (${why})`);
+}

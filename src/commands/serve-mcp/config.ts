@@ -1,0 +1,56 @@
+// serve-mcp's settings, from the environment only (an MCP client starts it with `-e` values).
+import { failure } from "../../cli/voice.ts";
+import type { TlsPaths, TlsRole } from "../../core/tls/load.ts";
+
+export type ServeMcpConfig = {
+  url: URL;
+  tls: TlsPaths;
+  labels: Record<TlsRole, string>;
+  timeoutMs: number;
+};
+
+const ENV: Record<TlsRole, string> = {
+  cert: "ASK_ONLY_PAY_CLIENT_CERT",
+  key: "ASK_ONLY_PAY_CLIENT_KEY",
+  ca: "ASK_ONLY_PAY_CA",
+};
+
+export const DEFAULT_TIMEOUT_MS = 10_000;
+export const MAX_TIMEOUT_MS = 120_000;
+
+const EXAMPLE =
+  "e.g. ASK_ONLY_PAY_URL=https://localhost:8443 ASK_ONLY_PAY_CLIENT_CERT=certs/client.pem ASK_ONLY_PAY_CLIENT_KEY=certs/client.key ASK_ONLY_PAY_CA=certs/approver-ca.pem";
+
+export function resolveServeMcpConfig(env: Record<string, string | undefined>): ServeMcpConfig {
+  const rawUrl = env.ASK_ONLY_PAY_URL;
+  if (!rawUrl) throw failure("ASK_ONLY_PAY_URL is not set", EXAMPLE);
+  let url: URL;
+  try {
+    url = new URL(rawUrl);
+  } catch {
+    throw failure("ASK_ONLY_PAY_URL is not a URL", "e.g. ASK_ONLY_PAY_URL=https://localhost:8443");
+  }
+  // https only: the link is mutual TLS or nothing. No credentials, query or fragment, which
+  // have no meaning here and would only end up in places they should not.
+  if (url.protocol !== "https:" || url.username || url.password || url.search || url.hash) {
+    throw failure("ASK_ONLY_PAY_URL must be an https URL without credentials, query or fragment", "e.g. ASK_ONLY_PAY_URL=https://localhost:8443");
+  }
+  if (!url.pathname.endsWith("/")) url.pathname += "/";
+
+  const tls = {} as TlsPaths;
+  for (const role of ["cert", "key", "ca"] as const) {
+    const value = env[ENV[role]];
+    if (!value) throw failure(`${ENV[role]} is not set`, EXAMPLE);
+    tls[role] = value;
+  }
+
+  let timeoutMs = DEFAULT_TIMEOUT_MS;
+  const rawTimeout = env.ASK_ONLY_PAY_TIMEOUT_MS;
+  if (rawTimeout !== undefined && rawTimeout !== "") {
+    timeoutMs = /^[1-9]\d{0,5}$/.test(rawTimeout) ? Number(rawTimeout) : Number.NaN;
+    if (!(timeoutMs <= MAX_TIMEOUT_MS)) {
+      throw failure("ASK_ONLY_PAY_TIMEOUT_MS is not a number of milliseconds", `a whole number from 1 to ${MAX_TIMEOUT_MS}; the default is ${DEFAULT_TIMEOUT_MS}`);
+    }
+  }
+  return { url, tls, labels: { ...ENV }, timeoutMs };
+}
