@@ -288,7 +288,7 @@ describe("refusals and bare envelopes", () => {
     const env = signer.sign(fields(REFUSAL));
     expect(verdicts(verifyResponse({ error: "BUDGET_EXHAUSTED", receipt: env }, jwks, ARGS))).toEqual(ALL_OK);
     expect(verifyResponse({ error: "BUDGET_EXHAUSTED", receipt: env }, jwks)[2]!.detail).toBe(
-      "none returned, none paid for (refused_budget)",
+      "none returned, none paid for: refused_budget",
     );
   });
 

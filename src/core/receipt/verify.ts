@@ -229,14 +229,14 @@ function resultCheck(found: Located, signed: Receipt): Check {
   }
   if (found.kind === "refusal") {
     return expected === null
-      ? { name: "result", ok: true, detail: `none returned, none paid for (${signed.outcome})` }
+      ? { name: "result", ok: true, detail: `none returned, none paid for: ${signed.outcome}` }
       : { name: "result", ok: false, detail: "result_sha256 is set but the response holds no result" };
   }
   if (expected === null) {
     // An MCP refusal is itself a tool result (isError: true); a REST body with a result, or an
     // MCP answer that is not an error, under a receipt that binds no result is not a paid answer.
     if (found.kind === "mcp" && isRecord(found.result) && found.result.isError === true) {
-      return { name: "result", ok: true, detail: `an error result, none paid for (${signed.outcome})` };
+      return { name: "result", ok: true, detail: `an error result, none paid for: ${signed.outcome}` };
     }
     return { name: "result", ok: false, detail: "the response holds a result but result_sha256 is null" };
   }
