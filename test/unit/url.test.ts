@@ -1,7 +1,7 @@
 import { describe, expect, test } from "bun:test";
-import { checkAskUrl, MAX_URL_LENGTH, siteOf } from "../../src/core/schema/url.ts";
+import { checkAskUrl, MAX_URL_LENGTH, siteOf, type UrlCheck } from "../../src/core/schema/url.ts";
 
-const INVALID = { ok: false, code: "URL_INVALID" };
+const INVALID: UrlCheck = { ok: false, code: "URL_INVALID" };
 
 describe("checkAskUrl", () => {
   test("a plain https URL: href and site as the parser gives them", () => {
