@@ -84,6 +84,14 @@ async function readJsonObject(req: Request): Promise<Record<string, unknown>> {
   return value as Record<string, unknown>;
 }
 
+/**
+ * The server's TLS settings. Mutual TLS, with no switch to turn it off: a client without a
+ * certificate from the client CA is refused in the handshake and never reaches a handler.
+ */
+export function approverTls(files: { cert: string; key: string; ca: string }) {
+  return { cert: files.cert, key: files.key, ca: files.ca, requestCert: true, rejectUnauthorized: true } as const;
+}
+
 const ASK_PATH = /^\/v1\/asks\/([^/]+)$/;
 
 export function makeApproverApi(options: ApiOptions): (req: Request) => Promise<Response> {

@@ -12,7 +12,7 @@ import { LedgerOpenError } from "../../core/ledger/database.ts";
 import { loadTlsFiles, TlsLoadError } from "../../core/tls/load.ts";
 import { type ApproverFlags, resolveApproverConfig } from "./config.ts";
 import { ApproverConsole } from "./console.ts";
-import { makeApproverApi } from "./http.ts";
+import { approverTls, makeApproverApi } from "./http.ts";
 
 export type { ApproverFlags } from "./config.ts";
 
@@ -68,9 +68,7 @@ export async function runApprover(flags: ApproverFlags, streams: Streams): Promi
     server = Bun.serve({
       hostname: config.hostname,
       port: config.port,
-      // Mutual TLS, with no switch to turn it off: a client without a certificate from the
-      // client CA is refused in the handshake and never reaches a handler.
-      tls: { cert: tls.cert, key: tls.key, ca: tls.ca, requestCert: true, rejectUnauthorized: true },
+      tls: approverTls(tls),
       fetch: api,
       error: () => errorResponse("INTERNAL"),
     });
