@@ -27,35 +27,49 @@ const DIGIT = /\p{Nd}/u;
 const LETTER = /\p{L}/u;
 const PERCENT_ESCAPE = /%[0-9A-Fa-f]{2}/;
 
-// ASCII classes: -1 separator, -2 letter, 0..9 digit value.
+// Character classes: -1 separator, -2 letter (breaks a run), 0..9 digit value. Known up front
+// for ASCII; found once for any other BMP code point and kept in a 64 KiB table.
 const SEPARATOR = -1;
 const BREAK = -2;
-const ASCII_CLASS = new Int8Array(128).fill(SEPARATOR);
-for (let c = 0x30; c <= 0x39; c++) ASCII_CLASS[c] = c - 0x30;
-for (let c = 0x41; c <= 0x5a; c++) ASCII_CLASS[c] = BREAK;
-for (let c = 0x61; c <= 0x7a; c++) ASCII_CLASS[c] = BREAK;
+const UNKNOWN = -3;
+const BMP_CLASS = new Int8Array(0x10000).fill(UNKNOWN);
+BMP_CLASS.fill(SEPARATOR, 0, 128);
+for (let c = 0x30; c <= 0x39; c++) BMP_CLASS[c] = c - 0x30;
+for (let c = 0x41; c <= 0x5a; c++) BMP_CLASS[c] = BREAK;
+for (let c = 0x61; c <= 0x7a; c++) BMP_CLASS[c] = BREAK;
 
 // Unicode encodes every set of decimal digits as one contiguous 0..9 run, and where two sets
 // touch, each maximal run of Nd code points is whole sets; so a digit's value is its distance
-// from the start of its run, modulo 10. Found once per code point and cached (at most ~700).
-const digitValues = new Map<number, number>();
-
-function classify(cp: number): number {
-  if (cp < 128) return ASCII_CLASS[cp]!;
-  const known = digitValues.get(cp);
-  if (known !== undefined) return known;
+// from the start of its run, modulo 10.
+function classifySlow(cp: number): number {
   const ch = String.fromCodePoint(cp);
   if (DIGIT.test(ch)) {
     let start = cp;
     while (start > 0 && DIGIT.test(String.fromCodePoint(start - 1))) start--;
-    const value = (cp - start) % 10;
-    digitValues.set(cp, value);
-    return value;
+    return (cp - start) % 10;
   }
   return LETTER.test(ch) ? BREAK : SEPARATOR;
 }
 
-/** Scans one string (already normalised when it is not ASCII) for a Luhn-valid 13-19 window. */
+// Astral digits (Adlam, Osmanya, ...) are cached too: there are a few hundred of them.
+const astralDigits = new Map<number, number>();
+
+function classify(cp: number): number {
+  if (cp > 0xffff) {
+    const known = astralDigits.get(cp);
+    if (known !== undefined) return known;
+    const cls = classifySlow(cp);
+    if (cls >= 0) astralDigits.set(cp, cls);
+    return cls;
+  }
+  let cls = BMP_CLASS[cp]!;
+  if (cls === UNKNOWN) {
+    cls = classifySlow(cp);
+    BMP_CLASS[cp] = cls;
+  }
+  return cls;
+}
+
 // The last MAX_LEN digits of the current run, newest at ring[(count - 1) % MAX_LEN]. Shared:
 // scan() is synchronous and never re-entered.
 const ring = new Int8Array(MAX_LEN);
