@@ -1,0 +1,192 @@
+// The desk ledger on a real SQLite file with the production migrations: the money invariants,
+// the period reset folded into the reservation, refunds to the period of origin, append-only
+// receipts and audit, and exactly-one-success across separate processes.
+import { describe, expect, test } from "bun:test";
+import { writeFileSync } from "node:fs";
+import { join } from "node:path";
+import { Database } from "bun:sqlite";
+import { hourOf, periodOf, type Reset } from "../../src/core/desk/period.ts";
+import { newKeySecret } from "../../src/core/desk/secrets.ts";
+import { schemaVersion } from "../../src/core/ledger/database.ts";
+import { type CallContext, DeskLedger } from "../../src/core/ledger/desk.ts";
+import { DESK_MIGRATIONS } from "../../src/core/ledger/desk-migrations.ts";
+import { generateSigningKey, loadSigner } from "../../src/core/receipt/index.ts";
+import { Desk } from "../../src/commands/desk/desk.ts";
+import { importSealingKey } from "../../src/core/desk/seal.ts";
+import { tempDir } from "../helpers/tmp.ts";
+
+const PEM = generateSigningKey().privatePem;
+
+async function setup(now: () => number) {
+  const tmp = tempDir("desk-ledger-");
+  const dbPath = join(tmp.path, "desk.db");
+  const ledger = new DeskLedger(dbPath);
+  const desk = await Desk.open({ ledger, signer: loadSigner(PEM), sealingKey: await importSealingKey(new Uint8Array(32)), now });
+  ledger.createOrg("org_a", "a", now());
+  const addKey = (id: string, budget: number, reset: Reset) => {
+    const s = newKeySecret();
+    ledger.createKey({ id, orgId: "org_a", name: id, lookup: s.lookup, secretSha256: s.hash, budgetMc: budget, reset, period: periodOf(reset, now()), allow: [], prices: {}, expiresAt: null, now: now() });
+  };
+  const ctx = (keyId: string, price: number): CallContext => {
+    const key = ledger.getKey(keyId)!;
+    const t = now();
+    return { key, tool: "fx__echo", priceMc: price, upstreamCostMc: 10, paramsSha256: "a".repeat(64), now: t, hour: hourOf(t), period: periodOf(key.reset, t) };
+  };
+  const reserve = (keyId: string, price: number) => desk.ledger.reserve(ctx(keyId, price), desk.receiptMaker().make);
+  const settle = (id: number, outcome: "charged" | "refunded_upstream_error") =>
+    desk.ledger.settle(id, outcome, outcome === "charged" ? 200 : 502, outcome === "charged" ? "b".repeat(64) : null, now(), hourOf(now()), desk.receiptMaker().make);
+  return {
+    tmp,
+    dbPath,
+    ledger,
+    desk,
+    addKey,
+    reserve,
+    settle,
+    async [Symbol.asyncDispose]() {
+      await desk.close();
+      ledger.close();
+      tmp[Symbol.dispose]();
+    },
+  };
+}
+
+describe("desk ledger", () => {
+  test("opens at the newest migration with WAL", async () => {
+    await using s = await setup(() => Date.parse("2026-11-30T10:00:00Z"));
+    expect(schemaVersion(s.ledger.db)).toBe(DESK_MIGRATIONS.length);
+    expect(s.ledger.db.query("PRAGMA journal_mode").get()).toEqual({ journal_mode: "wal" });
+    expect(s.ledger.db.query("PRAGMA synchronous").get()).toEqual({ synchronous: 1 }); // NORMAL
+  });
+
+  test("receipts and the audit log refuse UPDATE and DELETE, even as raw SQL", async () => {
+    let t = Date.parse("2026-11-30T10:00:00Z");
+    await using s = await setup(() => t);
+    s.addKey("key_a", 1000, "none");
+    const r = s.reserve("key_a", 100);
+    if (r.kind !== "reserved") throw new Error("expected a reservation");
+    s.settle(r.reservationId, "charged");
+    t += 1;
+    const raw = new Database(s.dbPath);
+    try {
+      expect(raw.query("SELECT count(*) AS n FROM receipts").get()).toEqual({ n: 1 });
+      expect(raw.query("SELECT count(*) AS n FROM audit").get()).toEqual({ n: 1 });
+      expect(() => raw.run("UPDATE receipts SET amount_mc = 1")).toThrow(/append-only/);
+      expect(() => raw.run("DELETE FROM receipts")).toThrow(/append-only/);
+      expect(() => raw.run("UPDATE audit SET price_mc = 1")).toThrow(/append-only/);
+      expect(() => raw.run("DELETE FROM audit")).toThrow(/append-only/);
+      // The CHECK makes spend above the budget impossible whatever writes it.
+      expect(() => raw.run("UPDATE keys SET spent_mc = budget_mc + 1")).toThrow(/CHECK constraint/);
+      expect(raw.query("SELECT amount_mc FROM receipts").get()).toEqual({ amount_mc: 100 });
+    } finally {
+      raw.close();
+    }
+    expect(s.ledger.checkMoney()).toEqual([]);
+  });
+
+  test("the reservation is conditional: room for one price, then a 402 receipt", async () => {
+    await using s = await setup(() => Date.parse("2026-11-30T10:00:00Z"));
+    s.addKey("key_a", 150, "none");
+    expect(s.reserve("key_a", 100).kind).toBe("reserved");
+    const second = s.reserve("key_a", 100);
+    expect(second.kind).toBe("no_room");
+    if (second.kind === "no_room") {
+      expect(second.remainingMc).toBe(50);
+      const env = JSON.parse(second.receipt.envelope);
+      expect(env.receipt).toMatchObject({ outcome: "refused_budget", http_status: 402, amount_mc: 0, remaining_mc: 50, seq: 1, prev_sha256: null });
+    }
+    expect(s.ledger.getKey("key_a")!.spent_mc).toBe(100);
+    expect(s.ledger.checkMoney()).toEqual([]);
+  });
+
+  for (const [reset, before, after, oldPeriod, newPeriod] of [
+    ["daily", "2026-11-30T23:59:59.900Z", "2026-12-01T00:00:00.100Z", "2026-11-30", "2026-12-01"],
+    ["monthly", "2026-11-30T23:59:59.900Z", "2026-12-01T00:00:00.100Z", "2026-11", "2026-12"],
+  ] as const) {
+    test(`${reset}: a refund after the UTC reset goes back to the old period, never into the new one`, async () => {
+      let t = Date.parse(before);
+      await using s = await setup(() => t);
+      s.addKey("key_a", 100, reset);
+      const old = s.reserve("key_a", 100);
+      if (old.kind !== "reserved") throw new Error("expected a reservation");
+      expect(s.reserve("key_a", 100).kind).toBe("no_room");
+      t = Date.parse(after);
+      // The reset is folded into the reservation: the new period opens with the full budget, once.
+      const fresh = s.reserve("key_a", 100);
+      expect(fresh.kind).toBe("reserved");
+      expect(s.reserve("key_a", 1).kind).toBe("no_room");
+      const refund = s.settle(old.reservationId, "refunded_upstream_error");
+      if (refund.kind !== "settled") throw new Error("expected a settlement");
+      expect(JSON.parse(refund.receipt.envelope).receipt).toMatchObject({ outcome: "refunded_upstream_error", period: oldPeriod, amount_mc: 0 });
+      // The new period is still fully spent: the refund did not land in it.
+      expect(s.ledger.getKey("key_a")).toMatchObject({ period: newPeriod, spent_mc: 100 });
+      expect(s.reserve("key_a", 1).kind).toBe("no_room");
+      const spend = s.ledger.db.query("SELECT period, spent_mc FROM spend WHERE key_id = 'key_a' ORDER BY period").all();
+      expect(spend).toEqual([
+        { period: oldPeriod, spent_mc: 0 },
+        { period: newPeriod, spent_mc: 100 },
+      ]);
+      expect(s.ledger.checkMoney()).toEqual([]);
+    });
+  }
+
+  test("a clock stepping back never reopens a spent period", async () => {
+    let t = Date.parse("2026-12-01T00:00:05Z");
+    await using s = await setup(() => t);
+    s.addKey("key_a", 100, "daily");
+    expect(s.reserve("key_a", 100).kind).toBe("reserved");
+    t = Date.parse("2026-11-30T23:59:59Z");
+    expect(s.reserve("key_a", 100).kind).toBe("no_room");
+    expect(s.ledger.checkMoney()).toEqual([]);
+  });
+
+  test("checkMoney finds spend that no charge or reservation explains", async () => {
+    await using s = await setup(() => Date.parse("2026-11-30T10:00:00Z"));
+    s.addKey("key_a", 1000, "none");
+    const r = s.reserve("key_a", 100);
+    if (r.kind !== "reserved") throw new Error("expected a reservation");
+    s.settle(r.reservationId, "charged");
+    expect(s.ledger.checkMoney()).toEqual([]);
+    s.ledger.db.run("UPDATE spend SET spent_mc = spent_mc + 7");
+    expect(s.ledger.checkMoney().join("\n")).toContain("key key_a period none: spent 107 mc, but charges 100 + open reservations 0");
+  });
+
+  async function fourProcesses(s: Awaited<ReturnType<typeof setup>>, iso: string, attempts: number) {
+    const pem = join(s.tmp.path, "worker.pem");
+    writeFileSync(pem, PEM, { mode: 0o600 });
+    const worker = join(import.meta.dir, "desk-reserve-worker.ts");
+    const procs = Array.from({ length: 4 }, () =>
+      Bun.spawn([process.execPath, worker, s.dbPath, "key_a", iso, "100", String(attempts), pem], { stdout: "pipe", stderr: "pipe" }),
+    );
+    const outs = await Promise.all(
+      procs.map(async (p) => {
+        const [out, err, code] = await Promise.all([new Response(p.stdout).text(), new Response(p.stderr).text(), p.exited]);
+        expect({ code, err }).toEqual({ code: 0, err: "" });
+        return JSON.parse(out) as { reserved: number; refused: number };
+      }),
+    );
+    return outs;
+  }
+
+  test("4 processes racing on a key with room for one: exactly one reservation", async () => {
+    await using s = await setup(() => Date.parse("2026-11-30T10:00:00Z"));
+    s.addKey("key_a", 150, "none");
+    const outs = await fourProcesses(s, "2026-11-30T10:00:00Z", 25);
+    expect(outs.reduce((n, o) => n + o.reserved, 0)).toBe(1);
+    expect(outs.reduce((n, o) => n + o.refused, 0)).toBe(99);
+    expect(s.ledger.getKey("key_a")!.spent_mc).toBe(100);
+    expect(s.ledger.checkMoney()).toEqual([]);
+  });
+
+  test("4 processes racing across a daily reset: the new period opens exactly once", async () => {
+    let t = Date.parse("2026-11-30T23:59:59Z");
+    await using s = await setup(() => t);
+    s.addKey("key_a", 150, "daily");
+    expect(s.reserve("key_a", 100).kind).toBe("reserved");
+    t = Date.parse("2026-12-01T00:00:01Z");
+    const outs = await fourProcesses(s, "2026-12-01T00:00:01Z", 25);
+    expect(outs.reduce((n, o) => n + o.reserved, 0)).toBe(1);
+    expect(s.ledger.getKey("key_a")).toMatchObject({ period: "2026-12-01", spent_mc: 100 });
+    expect(s.ledger.checkMoney()).toEqual([]);
+  });
+});
