@@ -161,12 +161,14 @@ describe("nothing leaves serve-mcp before every field passes", () => {
     [{ ...PAY, checkout_url: "http://shop.example/" }, "URL_INVALID"],
     [{ ...PAY, approval_id: "K7Q2M4XZ3A" }, "FIELD_UNKNOWN"],
     [{ ...PAY, provider_url: "https://p.example/" }, "FIELD_UNKNOWN"],
-    [{ ...PAY, card_number: CARD }, "FIELD_UNKNOWN"],
+    [{ ...PAY, card_number: CARD }, "CARD_NUMBER_REFUSED"],
+    [{ ...PAY, card_number: "card-2" }, "FIELD_UNKNOWN"],
+    [{ verb: "pay", reason: CARD }, "CARD_NUMBER_REFUSED"],
     [{ ...PAY, verb: "approve" }, "VERB_INVALID"],
     [{ merchant: "x" }, "FIELD_MISSING"],
     [{ verb: "pay", merchant: "Example Shop" }, "FIELD_MISSING"],
     [{ verb: "status", approval_id: "k7q2m4xz3a" }, "APPROVAL_ID_INVALID"],
-    [{ verb: "status", approval_id: CARD }, "APPROVAL_ID_INVALID"],
+    [{ verb: "status", approval_id: CARD }, "CARD_NUMBER_REFUSED"],
   ];
   test("refused asks never reach the approver", async () => {
     behave = (_req, body) => created(body);

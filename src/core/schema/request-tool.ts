@@ -4,6 +4,7 @@
 // this. The per-verb rules (which fields, which are required) are enforced by the parse below;
 // the field values by the shared ask rules (core/schema/ask.ts).
 import type { ErrorCode } from "../errors.ts";
+import { holdsCardNumber } from "./ask.ts";
 
 export const VERBS = ["pay", "account_create", "status"] as const;
 export type Verb = (typeof VERBS)[number];
@@ -67,12 +68,15 @@ const isPlainObject = (value: unknown): value is Record<string, unknown> =>
   typeof value === "object" && value !== null && !Array.isArray(value) && Object.getPrototypeOf(value) === Object.prototype;
 
 /**
- * Splits the tool arguments into the fields of one verb. Refuses unknown fields, fields of
+ * Splits the tool arguments into the fields of one verb. Refuses a card number anywhere, unknown fields, fields of
  * another verb (an agent may never choose its own approval_id for pay or account_create), and
  * missing required ones. Values are checked afterwards by the ask rules.
  */
 export function parseRequestArguments(args: unknown): RequestParse {
   if (!isPlainObject(args)) return { ok: false, code: "BODY_INVALID" };
+  // The card-number net first, over every key and value, as the ask rules do: whatever else is
+  // wrong, a card number is answered as one (and never leaves this process).
+  if (holdsCardNumber(args)) return { ok: false, code: "CARD_NUMBER_REFUSED" };
   const keys = Object.keys(args);
   if (keys.some((k) => k !== "verb" && !Object.hasOwn(FIELDS, k))) return { ok: false, code: "FIELD_UNKNOWN" };
   if (!Object.hasOwn(args, "verb")) return { ok: false, code: "FIELD_MISSING" };
