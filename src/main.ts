@@ -54,7 +54,27 @@ export function buildProgram(): Command {
     const { runApprover } = await import("./commands/approver/index.ts");
     await runApprover(opts, processStreams);
   });
-  withUsage(program.command("desk"), usage.DESK_USAGE).action(() => notBuiltYet("desk"));
+  const desk = withUsage(
+    program
+      .command("desk")
+      .option("--listen <host:port>")
+      .option("--data <dir>")
+      .option("--admin-token-file <path>")
+      .option("--tls-cert <path>")
+      .option("--tls-key <path>")
+      .option("--upstream-timeout <secs>"),
+    usage.DESK_USAGE,
+  ).action(async (flags: Record<string, string | undefined>) => {
+    const { runDesk } = await import("./commands/desk/index.ts");
+    await runDesk({ flags, env: process.env, streams: processStreams });
+  });
+  // `desk check --data DIR`: commander hands --data to the parent desk command, so read it there.
+  withUsage(desk.command("check"), usage.DESK_USAGE).action(async () => {
+    const data = desk.opts<{ data?: string }>().data;
+    if (data === undefined) throw usageError("desk check needs --data DIR", "e.g. ask-only desk check --data ./desk-data");
+    const { runDeskCheck } = await import("./commands/desk/index.ts");
+    await runDeskCheck({ data, streams: processStreams });
+  });
   withUsage(
     program
       .command("verify-receipt")

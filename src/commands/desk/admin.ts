@@ -1,0 +1,308 @@
+// The operator API under /admin (the caller is already checked to hold the admin token).
+// Bodies are strict: an unknown field is FIELD_UNKNOWN, a missing one FIELD_MISSING, a bad value
+// VALUE_INVALID. Secrets leave once (a new key's secret) and credential headers never do.
+import { periodOf, RESETS, type Reset } from "../../core/desk/period.ts";
+import { newId, newKeySecret } from "../../core/desk/secrets.ts";
+import { DeskLedgerError, type KeyRow } from "../../core/ledger/desk.ts";
+import type { ErrorCode } from "../../core/errors.ts";
+import { type Desk, DeskError } from "./desk.ts";
+import { HttpFailure, readJson } from "./http.ts";
+
+export const UPSTREAM_NAME = /^[a-z][a-z0-9-]{0,31}$/;
+/** The largest budget or price: stays an exact integer through JSON and SQLite. */
+const MAX_MC = Number.MAX_SAFE_INTEGER;
+const HEADER_NAME = /^[!#$%&'*+.^_`|~0-9A-Za-z-]{1,64}$/;
+const HEADER_VALUE = /^[\x20-\x7e\t]{0,4096}$/;
+/** Headers the MCP transport sets itself: a sealed value must not override them. */
+const RESERVED_HEADERS = new Set(["host", "content-type", "content-length", "accept", "mcp-session-id", "mcp-protocol-version", "connection", "transfer-encoding"]);
+
+export type AdminRouter = (req: Request, url: URL) => Promise<Response>;
+
+/** Routes `/admin/...` by method and path shape (segments after /admin/, `:` for an id). */
+export function adminRoutes(desk: Desk): AdminRouter {
+  return async (req, url) => {
+    const parts = url.pathname.split("/").slice(2).map(decodeURIComponent);
+    const route = `${req.method} ${parts.map((p, i) => (i === 0 ? p : ":")).join("/")}`;
+    switch (route) {
+      case "POST orgs":
+        return createOrg(desk, await body(req));
+      case "GET orgs":
+        return Response.json(desk.ledger.listOrgs().map((o) => ({ org_id: o.id, name: o.name, created_at: iso(o.created_at) })));
+      case "POST upstreams":
+        return addUpstream(desk, await body(req));
+      case "GET upstreams":
+        return Response.json(desk.ledger.listUpstreams().map(upstreamView));
+      case "POST upstreams/:/:":
+        if (parts[2] !== "refresh") break;
+        return refreshUpstream(desk, parts[1]!);
+      case "GET tools":
+        return Response.json(desk.ledger.listTools().map(toolView));
+      case "PUT tools/:":
+        return priceTool(desk, parts[1]!, await body(req));
+      case "POST keys":
+        return createKey(desk, await body(req));
+      case "GET keys":
+        return listKeys(desk, url);
+      case "GET keys/:":
+        return Response.json(keyView(existingKey(desk, parts[1]!), desk.now()));
+      case "PATCH keys/:":
+        return patchKey(desk, parts[1]!, await body(req));
+      case "POST keys/:/:":
+        if (parts[2] === "rotate") return rotateKey(desk, parts[1]!);
+        if (parts[2] === "revoke") return revokeKey(desk, parts[1]!);
+        break;
+      case "GET audit":
+        return audit(desk, url);
+      case "GET receipts":
+        return exportReceipts(desk, url);
+      case "POST signing-key/:":
+        if (parts[1] === "rotate") return rotateSigningKey(desk);
+        break;
+    }
+    return fail("NOT_FOUND");
+  };
+}
+
+function fail(code: ErrorCode): never {
+  throw new HttpFailure(code);
+}
+
+const iso = (ms: number | null) => (ms === null ? null : new Date(ms).toISOString());
+
+type Body = Record<string, unknown>;
+
+async function body(req: Request): Promise<Body> {
+  const value = await readJson(req);
+  if (typeof value !== "object" || value === null || Array.isArray(value)) fail("BODY_INVALID");
+  return value as Body;
+}
+
+/** Refuses fields outside `known` and returns nothing; each field is then read by its rule. */
+function onlyFields(b: Body, known: readonly string[]): void {
+  for (const k of Object.keys(b)) if (!known.includes(k)) fail("FIELD_UNKNOWN");
+}
+
+function required<T>(b: Body, field: string, read: (v: unknown) => T | undefined): T {
+  if (!Object.hasOwn(b, field)) fail("FIELD_MISSING");
+  return fieldValue(b, field, read);
+}
+
+function fieldValue<T>(b: Body, field: string, read: (v: unknown) => T | undefined): T {
+  const v = read(b[field]);
+  if (v === undefined) fail("VALUE_INVALID");
+  return v;
+}
+
+function optional<T>(b: Body, field: string, read: (v: unknown) => T | undefined): T | undefined {
+  return Object.hasOwn(b, field) ? fieldValue(b, field, read) : undefined;
+}
+
+const shortText = (max: number) => (v: unknown) => (typeof v === "string" && v.length >= 1 && v.length <= max && v.isWellFormed() ? v : undefined);
+const money = (v: unknown) => (Number.isSafeInteger(v) && (v as number) >= 0 && (v as number) <= MAX_MC ? (v as number) : undefined);
+const toolList = (v: unknown) =>
+  Array.isArray(v) && v.length <= 1000 && v.every((t) => typeof t === "string" && t.length >= 1 && t.length <= 200) ? [...new Set(v as string[])] : undefined;
+const priceMap = (v: unknown) => {
+  if (typeof v !== "object" || v === null || Array.isArray(v)) return undefined;
+  const entries = Object.entries(v as Record<string, unknown>);
+  if (entries.length > 1000 || !entries.every(([k, p]) => k.length >= 1 && k.length <= 200 && money(p) !== undefined)) return undefined;
+  return Object.fromEntries(entries) as Record<string, number>;
+};
+const timestamp = (v: unknown) => {
+  if (v === null) return null;
+  if (typeof v !== "string" || !/^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}(:\d{2}(\.\d{1,3})?)?Z$/.test(v)) return undefined;
+  const ms = Date.parse(v);
+  return Number.isFinite(ms) ? ms : undefined;
+};
+
+function createOrg(desk: Desk, b: Body): Response {
+  onlyFields(b, ["name"]);
+  const name = required(b, "name", shortText(200));
+  const org = desk.ledger.createOrg(newId("org"), name, desk.now());
+  return Response.json({ org_id: org.id, name: org.name }, { status: 201 });
+}
+
+function upstreamView(u: { name: string; url: string; header_names: string; created_at: number; refreshed_at: number }) {
+  // Header names only: the values are sealed and never leave the desk.
+  return { name: u.name, url: u.url, header_names: JSON.parse(u.header_names) as string[], created_at: iso(u.created_at), refreshed_at: iso(u.refreshed_at) };
+}
+
+function toolView(t: { name: string; upstream: string; description: string; input_schema: string; price_mc: number; upstream_cost_mc: number; active: number }) {
+  return {
+    name: t.name,
+    upstream: t.upstream,
+    description: t.description,
+    price_mc: t.price_mc,
+    upstream_cost_mc: t.upstream_cost_mc,
+    active: t.active === 1,
+    input_schema: JSON.parse(t.input_schema) as unknown,
+  };
+}
+
+async function addUpstream(desk: Desk, b: Body): Promise<Response> {
+  onlyFields(b, ["name", "url", "headers"]);
+  const name = required(b, "name", (v) => (typeof v === "string" && UPSTREAM_NAME.test(v) ? v : undefined));
+  const url = required(b, "url", (v) => {
+    if (typeof v !== "string" || v.length > 2048 || !URL.canParse(v)) return undefined;
+    const u = new URL(v);
+    // Credentials in a URL end up in logs and listings: they belong in sealed headers.
+    return (u.protocol === "https:" || u.protocol === "http:") && u.username === "" && u.password === "" ? u : undefined;
+  });
+  const headers =
+    optional(b, "headers", (v) => {
+      if (typeof v !== "object" || v === null || Array.isArray(v)) return undefined;
+      const entries = Object.entries(v as Record<string, unknown>);
+      if (entries.length > 16) return undefined;
+      for (const [k, value] of entries) {
+        if (!HEADER_NAME.test(k) || RESERVED_HEADERS.has(k.toLowerCase()) || typeof value !== "string" || !HEADER_VALUE.test(value)) return undefined;
+      }
+      return Object.fromEntries(entries) as Record<string, string>;
+    }) ?? {};
+  try {
+    const { tools } = await desk.addUpstream(name, url, headers);
+    return Response.json({ name, url: url.href, header_names: Object.keys(headers), tools }, { status: 201 });
+  } catch (err) {
+    if (err instanceof DeskError) fail(err.code);
+    throw err;
+  }
+}
+
+async function refreshUpstream(desk: Desk, name: string): Promise<Response> {
+  try {
+    const { tools } = await desk.refreshUpstream(name);
+    return Response.json({ name, tools });
+  } catch (err) {
+    if (err instanceof DeskError) fail(err.code);
+    throw err;
+  }
+}
+
+function priceTool(desk: Desk, name: string, b: Body): Response {
+  onlyFields(b, ["price_mc", "upstream_cost_mc"]);
+  const price = required(b, "price_mc", money);
+  const cost = required(b, "upstream_cost_mc", money);
+  if (!desk.ledger.setToolPrice(name, price, cost)) fail("TOOL_UNKNOWN");
+  desk.reloadTools();
+  return Response.json(toolView(desk.ledger.getTool(name)!));
+}
+
+function keyView(k: KeyRow, now: number) {
+  const period = periodOf(k.reset, now);
+  const spent = k.period === period ? k.spent_mc : 0;
+  return {
+    key_id: k.id,
+    org_id: k.org_id,
+    name: k.name,
+    budget_mc: k.budget_mc,
+    spent_mc: spent,
+    remaining_mc: Math.max(0, k.budget_mc - spent),
+    reset: k.reset,
+    period,
+    allow: JSON.parse(k.allow) as string[],
+    prices: JSON.parse(k.prices) as Record<string, number>,
+    expires_at: iso(k.expires_at),
+    revoked_at: iso(k.revoked_at),
+    created_at: iso(k.created_at),
+  };
+}
+
+function existingKey(desk: Desk, id: string): KeyRow {
+  return desk.ledger.getKey(id) ?? fail("KEY_UNKNOWN");
+}
+
+function createKey(desk: Desk, b: Body): Response {
+  onlyFields(b, ["org_id", "name", "budget_mc", "reset", "allow", "prices", "expires_at"]);
+  const orgId = required(b, "org_id", shortText(64));
+  const budget = required(b, "budget_mc", money);
+  const reset = required(b, "reset", (v) => (RESETS.includes(v as Reset) ? (v as Reset) : undefined));
+  const allow = required(b, "allow", toolList);
+  const name = optional(b, "name", shortText(200)) ?? "";
+  const prices = optional(b, "prices", priceMap) ?? {};
+  const expiresAt = optional(b, "expires_at", timestamp) ?? null;
+  if (desk.ledger.getOrg(orgId) === null) fail("ORG_UNKNOWN");
+  const now = desk.now();
+  const id = newId("key");
+  const secret = newKeySecret();
+  desk.ledger.createKey({
+    id,
+    orgId,
+    name,
+    lookup: secret.lookup,
+    secretSha256: secret.hash,
+    budgetMc: budget,
+    reset,
+    period: periodOf(reset, now),
+    allow,
+    prices,
+    expiresAt,
+    now,
+  });
+  return Response.json({ key_id: id, secret: secret.secret }, { status: 201, headers: { "cache-control": "no-store" } });
+}
+
+function listKeys(desk: Desk, url: URL): Response {
+  const orgId = url.searchParams.get("org_id");
+  if (orgId !== null && desk.ledger.getOrg(orgId) === null) fail("ORG_UNKNOWN");
+  const now = desk.now();
+  return Response.json(desk.ledger.listKeys(orgId).map((k) => keyView(k, now)));
+}
+
+function patchKey(desk: Desk, id: string, b: Body): Response {
+  // reset is fixed at creation: moving a key between period kinds mid-period has no safe answer.
+  onlyFields(b, ["name", "budget_mc", "allow", "prices", "expires_at"]);
+  const patch = {
+    name: optional(b, "name", shortText(200)),
+    budgetMc: optional(b, "budget_mc", money),
+    allow: optional(b, "allow", toolList),
+    prices: optional(b, "prices", priceMap),
+    expiresAt: optional(b, "expires_at", timestamp),
+  };
+  try {
+    return Response.json(keyView(desk.ledger.patchKey(id, patch), desk.now()));
+  } catch (err) {
+    if (err instanceof DeskLedgerError && err.code === "MISSING") fail("KEY_UNKNOWN");
+    // A budget below what this period already spent would break spent <= budget.
+    if (err instanceof DeskLedgerError && err.code === "OVER_BUDGET") fail("VALUE_INVALID");
+    throw err;
+  }
+}
+
+function rotateKey(desk: Desk, id: string): Response {
+  existingKey(desk, id);
+  const secret = newKeySecret();
+  desk.ledger.rotateKey(id, secret.lookup, secret.hash);
+  return Response.json({ key_id: id, secret: secret.secret }, { headers: { "cache-control": "no-store" } });
+}
+
+function revokeKey(desk: Desk, id: string): Response {
+  existingKey(desk, id);
+  desk.ledger.revokeKey(id, desk.now());
+  return Response.json(keyView(desk.ledger.getKey(id)!, desk.now()));
+}
+
+function sinceParam(url: URL): number | null {
+  const since = url.searchParams.get("since");
+  if (since === null) return null;
+  const ms = timestamp(since);
+  if (ms === undefined || ms === null) fail("VALUE_INVALID");
+  return ms;
+}
+
+function audit(desk: Desk, url: URL): Response {
+  const limitText = url.searchParams.get("limit");
+  const limit = limitText === null ? 1000 : Number(limitText);
+  if (!Number.isSafeInteger(limit) || limit < 1 || limit > 10_000) fail("VALUE_INVALID");
+  const rows = desk.ledger.listAudit({ orgId: url.searchParams.get("org_id"), keyId: url.searchParams.get("key_id"), sinceMs: sinceParam(url), limit });
+  return Response.json(rows.map((r) => ({ ...r, at: iso(r.at) })));
+}
+
+function exportReceipts(desk: Desk, url: URL): Response {
+  const rows = desk.ledger.listReceipts(url.searchParams.get("org_id"), sinceParam(url));
+  const lines = rows.map((r) => `${r.envelope}\n`).join("");
+  return new Response(lines, { headers: { "content-type": "application/x-ndjson" } });
+}
+
+function rotateSigningKey(desk: Desk): Response {
+  const retired = desk.signer.kid;
+  const kid = desk.rotateSigner();
+  return Response.json({ kid, retired_kid: retired });
+}

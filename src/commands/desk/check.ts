@@ -1,0 +1,32 @@
+// `desk check`: the ledger's money invariants, then every receipt: its signature under a key the
+// desk published, its readable copy, its row against what was signed, and each key's chain.
+import type { DeskLedger } from "../../core/ledger/desk.ts";
+import { ChainVerifier, openEnvelope, ReceiptKeys, type ReceiptJwk } from "../../core/receipt/index.ts";
+
+export type CheckReport = { ok: string[]; problems: string[] };
+
+export function checkLedger(ledger: DeskLedger): CheckReport {
+  const ok: string[] = [];
+  const problems = ledger.checkMoney();
+  if (problems.length === 0) ok.push("for every key and period, spent = charges + open reservations");
+
+  const keys = ReceiptKeys.fromJwks({ keys: ledger.listSigningKeys().map((k) => JSON.parse(k.public_jwk) as ReceiptJwk) });
+  const chain = new ChainVerifier();
+  let count = 0;
+  const before = problems.length;
+  for (const [keyId, rows] of ledger.receiptsByKey()) {
+    for (const row of rows) {
+      count++;
+      const opened = openEnvelope(JSON.parse(row.envelope), keys);
+      for (const c of opened.checks) if (!c.ok) problems.push(`receipt ${row.id} (key ${keyId} seq ${row.seq}): ${c.name} ${c.detail ?? ""}`.trim());
+      const s = opened.signed;
+      if (s !== null && (s.id !== row.id || s.key_id !== row.key_id || s.seq !== row.seq || s.outcome !== row.outcome || s.amount_mc !== row.amount_mc || s.period !== row.period)) {
+        problems.push(`receipt ${row.id}: the ledger row differs from the signed receipt`);
+      }
+      chain.add(count, s, opened.payloadSha256);
+    }
+  }
+  for (const f of chain.failures) problems.push(`chain of key ${f.key_id}: ${f.detail}`);
+  if (problems.length === before) ok.push(`${count} receipts: signatures, readable copies and ${chain.keyCount} key chains intact`);
+  return { ok, problems };
+}

@@ -1,0 +1,175 @@
+// The clearing path: one function per step, in the contract's order. Every call of a paid tool,
+// whatever the protocol that carried it (REST today, MCP next), goes through `clear`, which
+// returns an outcome and never throws for a caller's mistake.
+//   1 key  2 failure limit  3 tool + arguments  4 allowlist  5 reservation  6 upstream  7 charge
+import type { ArgsProblem } from "../../core/desk/args.ts";
+import { hourOf, periodOf } from "../../core/desk/period.ts";
+import { lookupOf, sha256 } from "../../core/desk/secrets.ts";
+import type { CallContext, KeyRow, SettleOutcome } from "../../core/ledger/desk.ts";
+import type { ErrorCode } from "../../core/errors.ts";
+import { CanonicalJsonError, type Envelope, paramsSha256, resultSha256 } from "../../core/receipt/index.ts";
+import type { Desk, ToolEntry } from "./desk.ts";
+import type { CallOutcome } from "./upstream.ts";
+
+/** Failed calls (any outcome but charged) a key may make in one UTC hour before it gets 429. */
+export const FAILURES_PER_HOUR = 20;
+
+export type ClearingOutcome = {
+  status: number;
+  /** A receipt outcome, or why the call stopped before any receipt (`refused_*`). */
+  outcome: string;
+  priceMc: number;
+  /** Left in the key's current period; null when no key was identified. */
+  remainingMc: number | null;
+  error?: ErrorCode;
+  problems?: ArgsProblem[];
+  result?: Record<string, unknown>;
+  receipt?: Envelope;
+};
+
+type Step<T> = { done: ClearingOutcome } | { next: T };
+
+const stop = (done: ClearingOutcome): { done: ClearingOutcome } => ({ done });
+
+/** Clears one call of `toolName` with `args` for the holder of `keySecret`. */
+export async function clear(desk: Desk, keySecret: string | null, toolName: string, args: unknown): Promise<ClearingOutcome> {
+  const now = desk.now();
+  const key = authenticate(desk, keySecret, now);
+  if ("done" in key) return key.done;
+  const ctx: CallContext = {
+    key: key.next,
+    tool: toolName,
+    priceMc: 0,
+    upstreamCostMc: 0,
+    paramsSha256: "",
+    now,
+    hour: hourOf(now),
+    period: periodOf(key.next.reset, now),
+  };
+  const limited = checkFailureLimit(desk, ctx);
+  if ("done" in limited) return limited.done;
+  const tool = checkToolAndArgs(desk, ctx, args);
+  if ("done" in tool) return tool.done;
+  const allowed = checkAllowlist(desk, ctx);
+  if ("done" in allowed) return allowed.done;
+  const reserved = reserve(desk, ctx);
+  if ("done" in reserved) return reserved.done;
+  const answer = await desk.client(tool.next.row.upstream)!.call(tool.next.row.upstream_tool, args as Record<string, unknown>);
+  return settle(desk, ctx, reserved.next, answer);
+}
+
+/** Step 1: unknown, revoked or expired key → 401. */
+function authenticate(desk: Desk, secret: string | null, now: number): Step<KeyRow> {
+  const lookup = secret === null ? null : lookupOf(secret);
+  const key = lookup === null ? null : desk.ledger.findKey(lookup, sha256(secret!));
+  if (key === null || key.revoked_at !== null || (key.expires_at !== null && key.expires_at <= now)) {
+    return stop({ status: 401, outcome: "refused_key_invalid", error: "KEY_INVALID", priceMc: 0, remainingMc: null });
+  }
+  return { next: key };
+}
+
+/** Step 2: too many failed calls this UTC hour → 429 until the hour ends. */
+function checkFailureLimit(desk: Desk, ctx: CallContext): Step<null> {
+  if (ctx.key.fail_hour !== ctx.hour || ctx.key.fail_count < FAILURES_PER_HOUR) return { next: null };
+  desk.ledger.recordPlainRefusal(ctx, "refused_rate_limited", 429);
+  return stop(plain(ctx, 429, "refused_rate_limited", "TOO_MANY_FAILURES"));
+}
+
+/**
+ * Step 3: unknown tool → 404; arguments against the tool's schema → 400 with the problems
+ * (paths and rule names only). No money moves and the upstream is not called.
+ */
+function checkToolAndArgs(desk: Desk, ctx: CallContext, args: unknown): Step<ToolEntry> {
+  const tool = desk.tool(ctx.tool);
+  if (tool === undefined) {
+    desk.ledger.recordPlainRefusal(ctx, "refused_tool_unknown", 404);
+    return stop(plain(ctx, 404, "refused_tool_unknown", "TOOL_UNKNOWN"));
+  }
+  ctx.priceMc = priceFor(ctx.key, tool);
+  ctx.upstreamCostMc = tool.row.upstream_cost_mc;
+  const problems: ArgsProblem[] =
+    typeof args !== "object" || args === null || Array.isArray(args) ? [{ path: "/", rule: "type" }] : tool.check(args);
+  let hash: string | null = null;
+  if (problems.length === 0) {
+    try {
+      hash = paramsSha256(args);
+    } catch (err) {
+      // No canonical form (a lone surrogate, say): the receipt could not bind these arguments.
+      if (!(err instanceof CanonicalJsonError)) throw err;
+      problems.push({ path: err.path.replace(/^\$/, "").replace(/\./g, "/") || "/", rule: "canonical_json" });
+    }
+  }
+  if (problems.length > 0 || hash === null) {
+    desk.ledger.recordPlainRefusal(ctx, "refused_args_invalid", 400);
+    return stop({ ...plain(ctx, 400, "refused_args_invalid", "ARGS_INVALID"), problems });
+  }
+  ctx.paramsSha256 = hash;
+  return { next: tool };
+}
+
+/** Step 4: the tool is not on the key's allowlist → 403 with a signed receipt. */
+function checkAllowlist(desk: Desk, ctx: CallContext): Step<null> {
+  const allow = JSON.parse(ctx.key.allow) as string[];
+  if (allow.includes(ctx.tool)) return { next: null };
+  const { make, last } = desk.receiptMaker();
+  const { remainingMc } = desk.ledger.refuseNotAllowed(ctx, make);
+  return stop({ status: 403, outcome: "refused_not_allowed", error: "TOOL_NOT_ALLOWED", priceMc: ctx.priceMc, remainingMc, receipt: last()! });
+}
+
+/** Step 5: the one conditional UPDATE; no room → 402 with a signed receipt. */
+function reserve(desk: Desk, ctx: CallContext): Step<number> {
+  const { make, last } = desk.receiptMaker();
+  const r = desk.ledger.reserve(ctx, make);
+  if (r.kind === "reserved") return { next: r.reservationId };
+  if (r.kind === "key_gone") {
+    return stop({ status: 401, outcome: "refused_key_invalid", error: "KEY_INVALID", priceMc: 0, remainingMc: null });
+  }
+  return stop({ status: 402, outcome: "refused_budget", error: "BUDGET_EXHAUSTED", priceMc: ctx.priceMc, remainingMc: r.remainingMc, receipt: last()! });
+}
+
+const REFUNDS: Record<Exclude<CallOutcome["kind"], "ok">, { outcome: SettleOutcome; status: number; error: ErrorCode }> = {
+  upstream_error: { outcome: "refunded_upstream_error", status: 502, error: "UPSTREAM_ERROR" },
+  timeout: { outcome: "refunded_timeout", status: 504, error: "UPSTREAM_TIMEOUT" },
+  args_refused: { outcome: "refunded_args_refused", status: 400, error: "ARGS_REFUSED" },
+  tool_failed: { outcome: "refunded_upstream_error", status: 502, error: "TOOL_FAILED" },
+};
+
+/**
+ * Steps 6 and 7: the upstream's answer settles the reservation. Success keeps the charge and
+ * binds the result's hash into the receipt; every failure refunds in the transaction that
+ * writes its receipt.
+ */
+function settle(desk: Desk, ctx: CallContext, reservationId: number, answer: CallOutcome): ClearingOutcome {
+  let resultHash: string | null = null;
+  if (answer.kind === "ok") {
+    try {
+      resultHash = resultSha256(answer.result);
+    } catch (err) {
+      // A result with no canonical form cannot be bound to a receipt: the agent does not pay.
+      if (!(err instanceof CanonicalJsonError)) throw err;
+      answer = { kind: "upstream_error" };
+    }
+  }
+  const plan = answer.kind === "ok" ? { outcome: "charged" as const, status: 200, error: undefined } : REFUNDS[answer.kind];
+  const now = desk.now();
+  const { make, last } = desk.receiptMaker();
+  const settled = desk.ledger.settle(reservationId, plan.outcome, plan.status, resultHash, now, hourOf(now), make);
+  if (settled.kind === "already_settled") {
+    // The sweep refunded it as abandoned while the upstream was still answering: the agent
+    // got no answer it pays for, and gets the abandoned receipt.
+    const receipt = settled.receipt === null ? undefined : (JSON.parse(settled.receipt.envelope) as Envelope);
+    return { status: 504, outcome: settled.outcome ?? "refunded_abandoned", error: "UPSTREAM_TIMEOUT", priceMc: ctx.priceMc, remainingMc: settled.remainingMc, ...(receipt ? { receipt } : {}) };
+  }
+  const base = { status: plan.status, outcome: plan.outcome, priceMc: ctx.priceMc, remainingMc: settled.remainingMc, receipt: last()! };
+  if (answer.kind === "ok") return { ...base, result: answer.result };
+  return { ...base, error: plan.error! };
+}
+
+function priceFor(key: KeyRow, tool: ToolEntry): number {
+  const prices = JSON.parse(key.prices) as Record<string, number>;
+  return Object.hasOwn(prices, tool.row.name) ? prices[tool.row.name]! : tool.row.price_mc;
+}
+
+function plain(ctx: CallContext, status: number, outcome: string, error: ErrorCode): ClearingOutcome {
+  return { status, outcome, error, priceMc: ctx.priceMc, remainingMc: Math.max(0, ctx.key.budget_mc - (ctx.key.period === ctx.period ? ctx.key.spent_mc : 0)) };
+}

@@ -1,0 +1,234 @@
+// The desk as one object: the ledger, the receipt signer, the sealing key, the registered tools
+// (schemas compiled once) and one MCP client per upstream. The HTTP handler and the clearing
+// path are built on it; tests build it in-process, the binary builds it from its data dir.
+import { type ArgsCheck, compileArgsSchema } from "../../core/desk/args.ts";
+import { hourOf } from "../../core/desk/period.ts";
+import { type SealingKey, seal, unseal } from "../../core/desk/seal.ts";
+import { newId } from "../../core/desk/secrets.ts";
+import { type DeskLedger, type ReceiptMaker, type ToolRow, DeskLedgerError } from "../../core/ledger/desk.ts";
+import { type Envelope, generateSigningKey, type Jwks, jwksOf, loadSigner, type ReceiptJwk, type ReceiptSigner, sha256Hex } from "../../core/receipt/index.ts";
+import { type UpstreamTool, UpstreamClient } from "./upstream.ts";
+
+/** Time the sweep gives a call beyond the upstream timeout before its reservation counts as abandoned. */
+export const ABANDON_MARGIN_MS = 10_000;
+export const DEFAULT_UPSTREAM_TIMEOUT_MS = 30_000;
+
+export type Clock = () => number;
+
+export type DeskOptions = {
+  ledger: DeskLedger;
+  signer: ReceiptSigner;
+  sealingKey: SealingKey;
+  now?: Clock;
+  upstreamTimeoutMs?: number;
+  /** Writes one log line (never a secret); defaults to nothing. */
+  log?: (line: string) => void;
+  /** Stores a new signing key (PKCS#8 PEM) before the desk signs with it; the binary writes its data dir. */
+  storeSigningKey?: (privatePem: string) => void;
+};
+
+export type ToolEntry = { row: ToolRow; check: ArgsCheck; schema: Record<string, unknown> };
+
+export class DeskError extends Error {
+  override name = "DeskError";
+  constructor(readonly code: "UPSTREAM_EXISTS" | "UPSTREAM_UNKNOWN" | "UPSTREAM_UNREACHABLE") {
+    super(code);
+  }
+}
+
+export class Desk {
+  readonly ledger: DeskLedger;
+  readonly now: Clock;
+  readonly upstreamTimeoutMs: number;
+  readonly log: (line: string) => void;
+  private signerNow: ReceiptSigner;
+  private readonly sealingKey: SealingKey;
+  private readonly storeSigningKey: (privatePem: string) => void;
+  private readonly clients = new Map<string, UpstreamClient>();
+  private tools = new Map<string, ToolEntry>();
+
+  private constructor(options: DeskOptions) {
+    this.ledger = options.ledger;
+    this.signerNow = options.signer;
+    this.sealingKey = options.sealingKey;
+    this.now = options.now ?? Date.now;
+    this.upstreamTimeoutMs = options.upstreamTimeoutMs ?? DEFAULT_UPSTREAM_TIMEOUT_MS;
+    this.log = options.log ?? (() => {});
+    this.storeSigningKey = options.storeSigningKey ?? (() => {});
+  }
+
+  /** Builds the desk: publishes the signer's key, opens sealed headers, compiles every schema. */
+  static async open(options: DeskOptions): Promise<Desk> {
+    const desk = new Desk(options);
+    desk.ledger.addSigningKey(desk.signerNow.kid, JSON.stringify(desk.signerNow.publicJwk()), desk.now());
+    for (const row of desk.ledger.listUpstreams()) {
+      const headers = row.sealed_headers === null ? {} : (JSON.parse(await unseal(desk.sealingKey, row.name, row.sealed_headers)) as Record<string, string>);
+      desk.clients.set(row.name, new UpstreamClient(row.name, new URL(row.url), headers, desk.upstreamTimeoutMs));
+    }
+    desk.reloadTools();
+    return desk;
+  }
+
+  get signer(): ReceiptSigner {
+    return this.signerNow;
+  }
+
+  /** Re-reads tools and prices into memory; schemas are compiled here, never per call. */
+  reloadTools(): void {
+    const next = new Map<string, ToolEntry>();
+    for (const row of this.ledger.listTools()) {
+      if (row.active !== 1) continue;
+      const previous = this.tools.get(row.name);
+      if (previous && previous.row.input_schema === row.input_schema) {
+        next.set(row.name, { ...previous, row });
+        continue;
+      }
+      const schema = JSON.parse(row.input_schema) as Record<string, unknown>;
+      next.set(row.name, { row, schema, check: compileArgsSchema(schema) });
+    }
+    this.tools = next;
+  }
+
+  tool(name: string): ToolEntry | undefined {
+    return this.tools.get(name);
+  }
+
+  allTools(): ToolEntry[] {
+    return [...this.tools.values()];
+  }
+
+  client(upstream: string): UpstreamClient | undefined {
+    return this.clients.get(upstream);
+  }
+
+  /**
+   * Registers an upstream: the MCP handshake and every page of tools/list happen before
+   * anything is stored, so a registered upstream always has the tools it really serves.
+   */
+  async addUpstream(name: string, url: URL, headers: Record<string, string>): Promise<{ tools: string[] }> {
+    if (this.ledger.getUpstream(name) !== null) throw new DeskError("UPSTREAM_EXISTS");
+    const client = new UpstreamClient(name, url, headers, this.upstreamTimeoutMs);
+    const listed = await this.listOrThrow(client);
+    const sealed = Object.keys(headers).length === 0 ? null : await seal(this.sealingKey, name, JSON.stringify(headers));
+    try {
+      this.ledger.addUpstream({ name, url: url.href, sealedHeaders: sealed, headerNames: Object.keys(headers), now: this.now() }, listed.rows);
+    } catch (err) {
+      await client.close();
+      if (err instanceof DeskLedgerError && err.code === "EXISTS") throw new DeskError("UPSTREAM_EXISTS");
+      throw err;
+    }
+    this.clients.set(name, client);
+    this.reloadTools();
+    return { tools: listed.rows.map((r) => r.name) };
+  }
+
+  async refreshUpstream(name: string): Promise<{ tools: string[] }> {
+    const client = this.clients.get(name);
+    if (!client) throw new DeskError("UPSTREAM_UNKNOWN");
+    const listed = await this.listOrThrow(client);
+    this.ledger.refreshTools(name, listed.rows, this.now());
+    this.reloadTools();
+    return { tools: listed.rows.map((r) => r.name) };
+  }
+
+  private async listOrThrow(client: UpstreamClient) {
+    let tools: UpstreamTool[];
+    try {
+      tools = await client.listTools();
+    } catch (err) {
+      this.log(`upstream ${client.name}: handshake failed (${err instanceof Error ? err.name : "error"})`);
+      throw new DeskError("UPSTREAM_UNREACHABLE");
+    }
+    const rows = tools.map((t) => {
+      // A schema no validator can compile would let any argument through: refuse the upstream.
+      try {
+        compileArgsSchema(t.inputSchema);
+      } catch {
+        this.log(`upstream ${client.name}: tool input schema does not compile`);
+        throw new DeskError("UPSTREAM_UNREACHABLE");
+      }
+      return { name: `${client.name}__${t.name}`, upstreamTool: t.name, description: t.description, inputSchema: JSON.stringify(t.inputSchema) };
+    });
+    return { rows };
+  }
+
+  /**
+   * A receipt maker bound to the current signer; `last` keeps the envelope it signed so the
+   * caller can answer with it without parsing the stored text back.
+   */
+  receiptMaker(): { make: ReceiptMaker; last: () => Envelope | null } {
+    let signed: Envelope | null = null;
+    const signer = this.signerNow;
+    const make: ReceiptMaker = (f) => {
+      const envelope = signer.sign({
+        id: newId("rcpt"),
+        issued_at: new Date(f.issuedAt).toISOString(),
+        org_id: f.orgId,
+        key_id: f.keyId,
+        tool: f.tool,
+        outcome: f.outcome,
+        http_status: f.httpStatus,
+        price_mc: f.priceMc,
+        amount_mc: f.amountMc,
+        upstream_cost_mc: f.upstreamCostMc,
+        remaining_mc: Math.max(0, f.remainingMc),
+        period: f.period,
+        params_sha256: f.paramsSha256,
+        result_sha256: f.resultSha256,
+        seq: f.link.seq,
+        prev_sha256: f.link.prevSha256,
+      });
+      signed = envelope;
+      return {
+        id: envelope.receipt.id,
+        kid: envelope.kid,
+        sha256: sha256Hex(Buffer.from(envelope.payload, "base64url")),
+        envelope: JSON.stringify(envelope),
+      };
+    };
+    return { make, last: () => signed };
+  }
+
+  /**
+   * Refunds reservations still open from before `beforeMs` with a signed `refunded_abandoned`
+   * receipt (a desk killed mid-call never charges for an answer nobody received).
+   */
+  sweepAbandoned(beforeMs: number): number {
+    let refunded = 0;
+    for (const id of this.ledger.openReservations(beforeMs)) {
+      const now = this.now();
+      const result = this.ledger.settle(id, "refunded_abandoned", 504, null, now, hourOf(now), this.receiptMaker().make);
+      if (result.kind === "settled") refunded++;
+    }
+    if (refunded > 0) this.log(`refunded ${refunded} abandoned reservation(s)`);
+    return refunded;
+  }
+
+  /** The sweep the running desk repeats: reservations older than the timeout plus a margin. */
+  sweepStale(): number {
+    return this.sweepAbandoned(this.now() - this.upstreamTimeoutMs - ABANDON_MARGIN_MS);
+  }
+
+  /** Switches to a new signing key; the old one stays in the JWKS as retired. Returns the new kid. */
+  rotateSigner(): string {
+    const fresh = generateSigningKey();
+    const signer = loadSigner(fresh.privatePem);
+    this.storeSigningKey(fresh.privatePem);
+    this.ledger.addSigningKey(signer.kid, JSON.stringify(signer.publicJwk()), this.now());
+    this.signerNow = signer;
+    return signer.kid;
+  }
+
+  jwks(): Jwks {
+    const retired = this.ledger
+      .listSigningKeys()
+      .filter((k) => k.kid !== this.signerNow.kid)
+      .map((k) => JSON.parse(k.public_jwk) as ReceiptJwk);
+    return jwksOf(this.signerNow.publicJwk(), retired);
+  }
+
+  async close(): Promise<void> {
+    await Promise.all([...this.clients.values()].map((c) => c.close()));
+    this.clients.clear();
+  }
+}

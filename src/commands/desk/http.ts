@@ -1,0 +1,187 @@
+// The desk's HTTP surface as one `fetch(Request) → Response` function: the agents' REST API,
+// the public JWKS and the operator API. Tests call it in-process; the binary serves it.
+import { periodOf } from "../../core/desk/period.ts";
+import { constantTimeEqual, lookupOf, sha256 } from "../../core/desk/secrets.ts";
+import { ERRORS, type ErrorCode, errorResponse } from "../../core/errors.ts";
+import type { Envelope } from "../../core/receipt/index.ts";
+import { adminRoutes } from "./admin.ts";
+import { type ClearingOutcome, clear } from "./clearing.ts";
+import type { Desk } from "./desk.ts";
+
+/** Largest request body accepted (tool arguments and operator requests). */
+export const MAX_BODY_BYTES = 1024 * 1024;
+
+export type HandlerOptions = {
+  /** SHA-256 of the operator's admin token. */
+  adminTokenSha256: Uint8Array;
+  /** Called with a fault's name when a request fails on the server's side (INTERNAL). */
+  onInternal?: (err: unknown) => void;
+};
+
+export type Handler = (req: Request) => Promise<Response>;
+
+/** A failure to answer with `{"error":CODE}` from anywhere below the handler. */
+export class HttpFailure extends Error {
+  constructor(readonly code: ErrorCode) {
+    super(code);
+  }
+}
+
+export function createHandler(desk: Desk, options: HandlerOptions): Handler {
+  const admin = adminRoutes(desk);
+  const isAdmin = (req: Request) => {
+    const token = bearer(req);
+    return token !== null && constantTimeEqual(sha256(token), options.adminTokenSha256);
+  };
+
+  return async (req) => {
+    const url = new URL(req.url);
+    const path = url.pathname;
+    try {
+      if (path.startsWith("/v1/tools/") && path.length > "/v1/tools/".length) {
+        if (req.method !== "POST") return errorResponse("NOT_FOUND");
+        return await toolCall(desk, req, decodeURIComponent(path.slice("/v1/tools/".length)));
+      }
+      if (req.method === "GET" && path === "/.well-known/receipt-signing-key.json") {
+        return Response.json(desk.jwks(), { headers: { "cache-control": "max-age=60" } });
+      }
+      if (req.method === "GET" && path === "/v1/tools") return agentTools(desk, req);
+      if (req.method === "GET" && path === "/v1/key") return agentKey(desk, req);
+      if (req.method === "GET" && path.startsWith("/v1/receipts/")) {
+        return receiptById(desk, req, decodeURIComponent(path.slice("/v1/receipts/".length)), isAdmin(req));
+      }
+      if (path === "/admin" || path.startsWith("/admin/")) {
+        if (!isAdmin(req)) return errorResponse("ADMIN_TOKEN_INVALID");
+        return await admin(req, url);
+      }
+      return errorResponse("NOT_FOUND");
+    } catch (err) {
+      if (err instanceof HttpFailure) return errorResponse(err.code);
+      options.onInternal?.(err);
+      return errorResponse("INTERNAL");
+    }
+  };
+}
+
+
+const httpStatusOf = (code: ErrorCode) => ERRORS[code].http;
+
+function bearer(req: Request): string | null {
+  const value = req.headers.get("authorization");
+  if (value === null) return null;
+  const m = /^Bearer ([\x21-\x7e]+)$/.exec(value);
+  return m ? m[1]! : null;
+}
+
+/** Reads a JSON body: application/json only, at most MAX_BODY_BYTES, and a JSON value. */
+export async function readJson(req: Request): Promise<unknown> {
+  const type = req.headers.get("content-type") ?? "";
+  if (!/^application\/json\s*(;|$)/i.test(type)) throw new HttpFailure("CONTENT_TYPE_INVALID");
+  const declared = Number(req.headers.get("content-length") ?? "0");
+  if (declared > MAX_BODY_BYTES) throw new HttpFailure("BODY_TOO_LARGE");
+  const chunks: Uint8Array[] = [];
+  let size = 0;
+  if (req.body) {
+    for await (const chunk of req.body as unknown as AsyncIterable<Uint8Array>) {
+      size += chunk.byteLength;
+      // Counted as it streams: a body without a length cannot exhaust memory either.
+      if (size > MAX_BODY_BYTES) throw new HttpFailure("BODY_TOO_LARGE");
+      chunks.push(chunk);
+    }
+  }
+  try {
+    return JSON.parse(Buffer.concat(chunks).toString("utf8"));
+  } catch {
+    throw new HttpFailure("BODY_INVALID");
+  }
+}
+
+function clearingHeaders(o: ClearingOutcome): Record<string, string> {
+  const headers: Record<string, string> = {
+    "x-clearing-outcome": o.outcome,
+    "x-clearing-price-mc": String(o.priceMc),
+    "x-clearing-remaining-mc": String(o.remainingMc ?? 0),
+  };
+  if (o.receipt) headers["x-clearing-receipt-id"] = o.receipt.receipt.id;
+  return headers;
+}
+
+async function toolCall(desk: Desk, req: Request, tool: string): Promise<Response> {
+  let args: unknown;
+  try {
+    args = await readJson(req);
+  } catch (err) {
+    if (!(err instanceof HttpFailure)) throw err;
+    const refused: ClearingOutcome = { status: httpStatusOf(err.code), outcome: "refused_request", error: err.code, priceMc: 0, remainingMc: null };
+    return Response.json({ error: err.code }, { status: refused.status, headers: clearingHeaders(refused) });
+  }
+  const o = await clear(desk, bearer(req), tool, args);
+  const headers = clearingHeaders(o);
+  if (o.status === 200) return Response.json({ result: o.result, receipt: o.receipt }, { headers });
+  const body: { error: ErrorCode; problems?: unknown; receipt?: Envelope } = { error: o.error! };
+  if (o.problems) body.problems = o.problems;
+  if (o.receipt) body.receipt = o.receipt;
+  return Response.json(body, { status: o.status, headers });
+}
+
+function agentKeyOf(desk: Desk, req: Request) {
+  const secret = bearer(req);
+  return secret === null ? null : keyFromSecret(desk, secret);
+}
+
+
+function keyFromSecret(desk: Desk, secret: string) {
+  const lookup = lookupOf(secret);
+  if (lookup === null) return null;
+  const key = desk.ledger.findKey(lookup, sha256(secret));
+  const now = desk.now();
+  if (key === null || key.revoked_at !== null || (key.expires_at !== null && key.expires_at <= now)) return null;
+  return key;
+}
+
+function agentTools(desk: Desk, req: Request): Response {
+  const key = agentKeyOf(desk, req);
+  if (key === null) return errorResponse("KEY_INVALID");
+  const allow = new Set(JSON.parse(key.allow) as string[]);
+  const prices = JSON.parse(key.prices) as Record<string, number>;
+  const tools = desk
+    .allTools()
+    .filter((t) => allow.has(t.row.name))
+    .map((t) => ({
+      name: t.row.name,
+      description: t.row.description,
+      price_mc: Object.hasOwn(prices, t.row.name) ? prices[t.row.name] : t.row.price_mc,
+      input_schema: t.schema,
+    }));
+  return Response.json({ tools });
+}
+
+function agentKey(desk: Desk, req: Request): Response {
+  const key = agentKeyOf(desk, req);
+  if (key === null) return errorResponse("KEY_INVALID");
+  const period = periodOf(key.reset, desk.now());
+  const spent = key.period === period ? key.spent_mc : 0;
+  return Response.json({
+    key_id: key.id,
+    org_id: key.org_id,
+    budget_mc: key.budget_mc,
+    spent_mc: spent,
+    remaining_mc: Math.max(0, key.budget_mc - spent),
+    reset: key.reset,
+    period,
+  });
+}
+
+/** A receipt is visible to keys of its own organization, and to the operator. */
+function receiptById(desk: Desk, req: Request, id: string, admin: boolean): Response {
+  let orgId: string | null = null;
+  if (!admin) {
+    const key = agentKeyOf(desk, req);
+    if (key === null) return errorResponse("KEY_INVALID");
+    orgId = key.org_id;
+  }
+  const row = desk.ledger.getReceipt(id);
+  // Another org's receipt answers exactly like a missing one, so ids cannot be probed across orgs.
+  if (row === null || (orgId !== null && row.org_id !== orgId)) return errorResponse("RECEIPT_UNKNOWN");
+  return new Response(row.envelope, { headers: { "content-type": "application/json" } });
+}

@@ -1,0 +1,196 @@
+// `ask-only desk` and `ask-only desk check`: flags → data dir → ledger, signer, sealing key →
+// the Desk → Bun.serve. Unsafe configuration stops here, before anything listens.
+import { existsSync, readFileSync } from "node:fs";
+import { failure, info, type Streams, usageError } from "../../cli/voice.ts";
+import { importSealingKey } from "../../core/desk/seal.ts";
+import { newAdminToken, sha256 } from "../../core/desk/secrets.ts";
+import { DeskLedger } from "../../core/ledger/desk.ts";
+import { generateSigningKey, loadSigner, ReceiptKeyError } from "../../core/receipt/index.ts";
+import { checkLedger } from "./check.ts";
+import { dataDirPaths, prepareDataDir, privateSideFiles, readSecret, replaceSecretFile } from "./data-dir.ts";
+import { ABANDON_MARGIN_MS, DEFAULT_UPSTREAM_TIMEOUT_MS, Desk } from "./desk.ts";
+import { createHandler } from "./http.ts";
+
+export const ADMIN_TOKEN_ENV = "ASK_ONLY_DESK_ADMIN_TOKEN";
+export const MIN_ADMIN_TOKEN_CHARS = 32;
+const ADMIN_TOKEN_META = "admin_token_sha256";
+
+export type DeskFlags = {
+  listen?: string;
+  data?: string;
+  adminTokenFile?: string;
+  tlsCert?: string;
+  tlsKey?: string;
+  upstreamTimeout?: string;
+};
+
+export type DeskRun = { flags: DeskFlags; env: Record<string, string | undefined>; streams: Streams };
+
+export function parseListen(text: string): { hostname: string; port: number } {
+  const m = /^(?:\[([0-9a-fA-F:.]+)\]|([^:[\]]+)):(\d{1,5})$/.exec(text);
+  const port = m ? Number(m[3]) : Number.NaN;
+  if (!m || port > 65535) throw usageError(`--listen ${text} is not HOST:PORT`, "e.g. --listen 127.0.0.1:8787");
+  return { hostname: m[1] ?? m[2]!, port };
+}
+
+export function parseTimeout(text: string | undefined): number {
+  if (text === undefined) return DEFAULT_UPSTREAM_TIMEOUT_MS;
+  const secs = Number(text);
+  if (!/^\d+(\.\d+)?$/.test(text) || secs <= 0 || secs > 600) {
+    throw usageError(`--upstream-timeout ${text} is not a number of seconds between 0 and 600`);
+  }
+  return Math.round(secs * 1000);
+}
+
+/** The admin token given by file or environment (checked), or null when neither is set. */
+function configuredAdminToken(run: DeskRun): string | null {
+  let token: string | undefined;
+  let from: string;
+  if (run.flags.adminTokenFile !== undefined) {
+    from = run.flags.adminTokenFile;
+    try {
+      token = readFileSync(from, "utf8").replace(/\r?\n$/, "");
+    } catch (err) {
+      throw failure(`cannot read the admin token file ${from}: ${(err as NodeJS.ErrnoException).code ?? "error"}`);
+    }
+  } else {
+    token = run.env[ADMIN_TOKEN_ENV];
+    from = ADMIN_TOKEN_ENV;
+    if (token === undefined || token === "") return null;
+  }
+  // A short token can be guessed online: refuse to start with one.
+  if (token.length < MIN_ADMIN_TOKEN_CHARS || !/^[\x21-\x7e]+$/.test(token)) {
+    throw failure(
+      `the admin token from ${from} is shorter than ${MIN_ADMIN_TOKEN_CHARS} characters or holds spaces or control characters`,
+      "generate one with: openssl rand -base64 33",
+    );
+  }
+  return token;
+}
+
+function loadTls(flags: DeskFlags): { cert: string; key: string } | undefined {
+  if (flags.tlsCert === undefined && flags.tlsKey === undefined) return undefined;
+  if (flags.tlsCert === undefined || flags.tlsKey === undefined) throw usageError("--tls-cert and --tls-key go together");
+  const read = (p: string) => {
+    try {
+      return readFileSync(p, "utf8");
+    } catch (err) {
+      throw failure(`cannot read ${p}: ${(err as NodeJS.ErrnoException).code ?? "error"}`);
+    }
+  };
+  return { cert: read(flags.tlsCert), key: read(flags.tlsKey) };
+}
+
+/** Runs the desk until SIGINT or SIGTERM. */
+export async function runDesk(run: DeskRun): Promise<void> {
+  const { streams, flags } = run;
+  const listen = parseListen(flags.listen ?? "127.0.0.1:8787");
+  const timeoutMs = parseTimeout(flags.upstreamTimeout);
+  const configured = configuredAdminToken(run);
+  const tls = loadTls(flags);
+  const paths = dataDirPaths(flags.data ?? "./desk-data");
+  const { created } = prepareDataDir(paths, () => generateSigningKey().privatePem);
+
+  let signer: ReturnType<typeof loadSigner>;
+  try {
+    signer = loadSigner(readSecret(paths.signingKey).toString("utf8"));
+  } catch (err) {
+    if (err instanceof ReceiptKeyError) throw failure(`${paths.signingKey}: ${err.message}`);
+    throw err;
+  }
+  const sealingRaw = readSecret(paths.sealingKey);
+  if (sealingRaw.length !== 32) throw failure(`${paths.sealingKey} is not a 256-bit key (${sealingRaw.length} bytes)`);
+  const sealingKey = await importSealingKey(new Uint8Array(sealingRaw));
+
+  const ledger = new DeskLedger(paths.db);
+  privateSideFiles(paths.db);
+
+  let adminHash: Uint8Array;
+  if (configured !== null) {
+    adminHash = sha256(configured);
+  } else {
+    const stored = ledger.getMeta(ADMIN_TOKEN_META);
+    if (stored !== null) {
+      adminHash = new Uint8Array(Buffer.from(stored, "hex"));
+    } else {
+      const token = newAdminToken();
+      adminHash = sha256(token);
+      if (!ledger.setMetaOnce(ADMIN_TOKEN_META, Buffer.from(adminHash).toString("hex"))) {
+        throw failure("another desk stored an admin token at the same moment", "start the desk again");
+      }
+      streams.out(`admin token (shown once; only its hash is stored): ${token}\n`);
+    }
+  }
+
+  const log = (line: string) => info(streams, line);
+  const desk = await Desk.open({
+    ledger,
+    signer,
+    sealingKey,
+    upstreamTimeoutMs: timeoutMs,
+    log,
+    storeSigningKey: (pem) => replaceSecretFile(paths.signingKey, pem),
+  });
+  if (created.length > 0) log(`created ${created.join(", ")} in ${paths.path}`);
+  streams.out(`receipt signing key: kid ${signer.kid}\n`);
+
+  // Whatever was in flight when the last desk stopped can no longer be answered: refund it.
+  desk.sweepAbandoned(Number.POSITIVE_INFINITY);
+  const sweep = setInterval(
+    () => {
+      try {
+        desk.sweepStale();
+      } catch (err) {
+        log(`sweep of abandoned reservations failed: ${err instanceof Error ? err.name : "error"}`);
+      }
+    },
+    Math.max(1000, (timeoutMs + ABANDON_MARGIN_MS) / 2),
+  );
+
+  const handler = createHandler(desk, {
+    adminTokenSha256: adminHash,
+    onInternal: (err) => log(`internal error: ${err instanceof Error ? `${err.name}: ${err.message}` : "unknown"}`),
+  });
+  // An upstream call may be silent for the whole timeout: keep the agent's connection open.
+  const idleSeconds = Math.ceil(timeoutMs / 1000) + 15;
+  let server: ReturnType<typeof Bun.serve>;
+  try {
+    server = Bun.serve({
+      hostname: listen.hostname,
+      port: listen.port,
+      fetch: handler,
+      idleTimeout: idleSeconds > 255 ? 0 : idleSeconds,
+      ...(tls ? { tls } : {}),
+    });
+  } catch (err) {
+    throw failure(`cannot listen on ${flags.listen ?? "127.0.0.1:8787"}: ${(err as NodeJS.ErrnoException).code ?? "error"}`);
+  }
+  const host = listen.hostname.includes(":") ? `[${listen.hostname}]` : listen.hostname;
+  log(`desk listening on ${tls ? "https" : "http"}://${host}:${server.port}`);
+
+  await new Promise<void>((resolve) => {
+    const stop = () => resolve();
+    process.once("SIGINT", stop);
+    process.once("SIGTERM", stop);
+  });
+  clearInterval(sweep);
+  await server.stop();
+  await desk.close();
+  ledger.close();
+  log("desk stopped");
+}
+
+/** `desk check`: exit 0 when the ledger is sound, else a failure listing what is wrong. */
+export async function runDeskCheck(run: { data: string; streams: Streams }): Promise<void> {
+  const paths = dataDirPaths(run.data);
+  if (!existsSync(paths.db)) throw failure(`no desk ledger at ${paths.db}`, "give the data directory of a desk with --data DIR");
+  const ledger = new DeskLedger(paths.db);
+  try {
+    const report = checkLedger(ledger);
+    for (const line of report.ok) run.streams.out(`ok: ${line}\n`);
+    for (const line of report.problems) run.streams.out(`FAILED: ${line}\n`);
+    if (report.problems.length > 0) throw failure(`the desk ledger has ${report.problems.length} problem(s)`);
+  } finally {
+    ledger.close();
+  }
+}

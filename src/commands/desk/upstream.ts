@@ -1,0 +1,129 @@
+// The desk's MCP client for one upstream (Streamable HTTP through the SDK): one session shared
+// by concurrent calls, opened on first use and opened again after a failure; a deadline on
+// every call; and each failure sorted into what the clearing path needs to know (who pays).
+import { Client } from "@modelcontextprotocol/sdk/client/index.js";
+import { StreamableHTTPClientTransport, StreamableHTTPError } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
+import { CallToolResultSchema, ErrorCode, McpError } from "@modelcontextprotocol/sdk/types.js";
+
+export type UpstreamTool = { name: string; description: string; inputSchema: Record<string, unknown> };
+
+export type CallOutcome =
+  | { kind: "ok"; result: Record<string, unknown> }
+  /** Transport failure, HTTP error status, or a protocol error that is not about the input. */
+  | { kind: "upstream_error" }
+  | { kind: "timeout" }
+  /** JSON-RPC invalid params, or an isError result carrying -32602: the input was refused. */
+  | { kind: "args_refused" }
+  /** Any other isError result: the tool ran and failed. */
+  | { kind: "tool_failed" };
+
+/** Pages of tools/list read at most, so an upstream cannot keep registration looping. */
+const MAX_TOOL_PAGES = 100;
+
+const CLIENT_INFO = { name: "ask-only-desk", version: "1" };
+
+export class UpstreamClient {
+  private session: Promise<Client> | null = null;
+
+  constructor(
+    readonly name: string,
+    private readonly url: URL,
+    private readonly headers: Record<string, string>,
+    private readonly timeoutMs: number,
+  ) {}
+
+  /** The shared session: every concurrent caller waits on the same handshake. */
+  private connect(timeoutMs: number): Promise<Client> {
+    if (this.session === null) {
+      const attempt = (async () => {
+        const client = new Client(CLIENT_INFO, { capabilities: {} });
+        const transport = new StreamableHTTPClientTransport(this.url, { requestInit: { headers: this.headers } });
+        await client.connect(transport, { timeout: timeoutMs });
+        return client;
+      })();
+      this.session = attempt;
+      attempt.catch(() => this.drop(attempt));
+    }
+    return this.session;
+  }
+
+  /** Forgets a failed session so the next call opens a new one. */
+  private drop(failed: Promise<Client>): void {
+    if (this.session !== failed) return;
+    this.session = null;
+    failed.then(
+      (client) => client.close().catch(() => {}),
+      () => {},
+    );
+  }
+
+  /** initialize + every page of tools/list; throws on any failure (registration reports it). */
+  async listTools(): Promise<UpstreamTool[]> {
+    const session = this.connect(this.timeoutMs);
+    try {
+      const client = await session;
+      const tools: UpstreamTool[] = [];
+      let cursor: string | undefined;
+      for (let page = 0; page < MAX_TOOL_PAGES; page++) {
+        const answer = await client.listTools(cursor === undefined ? {} : { cursor }, { timeout: this.timeoutMs });
+        for (const t of answer.tools) {
+          tools.push({ name: t.name, description: t.description ?? "", inputSchema: t.inputSchema as Record<string, unknown> });
+        }
+        cursor = answer.nextCursor;
+        if (cursor === undefined) return tools;
+      }
+      throw new Error("tools/list did not end");
+    } catch (err) {
+      this.drop(session);
+      throw err;
+    }
+  }
+
+  /** tools/call within the call deadline; never throws. */
+  async call(tool: string, args: Record<string, unknown>): Promise<CallOutcome> {
+    const deadline = Date.now() + this.timeoutMs;
+    for (let attempt = 0; ; attempt++) {
+      const left = deadline - Date.now();
+      if (left <= 0) return { kind: "timeout" };
+      const session = this.connect(left);
+      try {
+        const client = await session;
+        const result = (await client.request({ method: "tools/call", params: { name: tool, arguments: args } }, CallToolResultSchema, {
+          timeout: Math.max(1, deadline - Date.now()),
+        })) as Record<string, unknown>;
+        if (result.isError !== true) return { kind: "ok", result };
+        return { kind: blamesInput(result) ? "args_refused" : "tool_failed" };
+      } catch (err) {
+        if (err instanceof McpError) {
+          if (err.code === ErrorCode.RequestTimeout) return { kind: "timeout" };
+          if (err.code === ErrorCode.InvalidParams) return { kind: "args_refused" };
+          return { kind: "upstream_error" };
+        }
+        this.drop(session);
+        // 404 on an established session: the upstream forgot it (restart), so the tool never
+        // ran and one retry on a new session cannot make it run twice.
+        if (err instanceof StreamableHTTPError && err.code === 404 && attempt === 0) continue;
+        return { kind: "upstream_error" };
+      }
+    }
+  }
+
+  async close(): Promise<void> {
+    const session = this.session;
+    this.session = null;
+    if (session) await session.then((c) => c.close()).catch(() => {});
+  }
+}
+
+const INVALID_PARAMS = String(ErrorCode.InvalidParams);
+
+/** An isError result blames the input when it carries the JSON-RPC invalid-params code. */
+function blamesInput(result: Record<string, unknown>): boolean {
+  const structured = result.structuredContent as { code?: unknown } | undefined;
+  if (structured && (structured.code === ErrorCode.InvalidParams || structured.code === INVALID_PARAMS)) return true;
+  const content = Array.isArray(result.content) ? result.content : [];
+  return content.some(
+    (c: unknown) =>
+      typeof c === "object" && c !== null && (c as { type?: unknown }).type === "text" && String((c as { text?: unknown }).text).includes(INVALID_PARAMS),
+  );
+}

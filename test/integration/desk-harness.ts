@@ -1,0 +1,95 @@
+// A desk built in-process for the integration tests: a real ledger (production migrations, in a
+// temp dir), a real signer and sealing key, and the same fetch handler the binary serves.
+import { join } from "node:path";
+import { Desk } from "../../src/commands/desk/desk.ts";
+import { createHandler, type Handler } from "../../src/commands/desk/http.ts";
+import { importSealingKey } from "../../src/core/desk/seal.ts";
+import { sha256 } from "../../src/core/desk/secrets.ts";
+import { DeskLedger } from "../../src/core/ledger/desk.ts";
+import { generateSigningKey, loadSigner } from "../../src/core/receipt/index.ts";
+import { tempDir } from "../helpers/tmp.ts";
+
+export const ADMIN_TOKEN = "test-admin-token-0123456789abcdefghijklmnop";
+
+/** A clock a test moves by hand. */
+export function manualClock(startIso: string): { now: () => number; set(iso: string): void; advance(ms: number): void } {
+  let t = Date.parse(startIso);
+  return {
+    now: () => t,
+    set(iso) {
+      t = Date.parse(iso);
+    },
+    advance(ms) {
+      t += ms;
+    },
+  };
+}
+
+export type TestDesk = {
+  desk: Desk;
+  ledger: DeskLedger;
+  handler: Handler;
+  dbPath: string;
+  dir: string;
+  logs: string[];
+  admin(method: string, path: string, body?: unknown): Promise<Response>;
+  call(secret: string, tool: string, args: unknown): Promise<Response>;
+  /** Org + key in one go; returns the secret. */
+  makeKey(body: Record<string, unknown>): Promise<{ orgId: string; keyId: string; secret: string }>;
+} & AsyncDisposable;
+
+export async function makeDesk(options: { now?: () => number; upstreamTimeoutMs?: number } = {}): Promise<TestDesk> {
+  const tmp = tempDir("desk-int-");
+  const dbPath = join(tmp.path, "desk.db");
+  const ledger = new DeskLedger(dbPath);
+  const logs: string[] = [];
+  const desk = await Desk.open({
+    ledger,
+    signer: loadSigner(generateSigningKey().privatePem),
+    sealingKey: await importSealingKey(crypto.getRandomValues(new Uint8Array(32))),
+    now: options.now,
+    upstreamTimeoutMs: options.upstreamTimeoutMs ?? 5000,
+    log: (line) => logs.push(line),
+  });
+  const handler = createHandler(desk, { adminTokenSha256: sha256(ADMIN_TOKEN), onInternal: (err) => logs.push(`internal: ${String(err)}`) });
+  const admin = (method: string, path: string, body?: unknown) =>
+    handler(
+      new Request(`http://desk.test${path}`, {
+        method,
+        headers: { authorization: `Bearer ${ADMIN_TOKEN}`, ...(body === undefined ? {} : { "content-type": "application/json" }) },
+        ...(body === undefined ? {} : { body: JSON.stringify(body) }),
+      }),
+    );
+  const call = (secret: string, tool: string, args: unknown) =>
+    handler(
+      new Request(`http://desk.test/v1/tools/${tool}`, {
+        method: "POST",
+        headers: { authorization: `Bearer ${secret}`, "content-type": "application/json" },
+        body: JSON.stringify(args),
+      }),
+    );
+  let orgId: string | null = null;
+  const makeKey = async (body: Record<string, unknown>) => {
+    if (orgId === null) orgId = ((await (await admin("POST", "/admin/orgs", { name: "acme" })).json()) as { org_id: string }).org_id;
+    const r = await admin("POST", "/admin/keys", { org_id: orgId, ...body });
+    if (r.status !== 201) throw new Error(`key creation failed: ${r.status} ${await r.text()}`);
+    const k = (await r.json()) as { key_id: string; secret: string };
+    return { orgId: orgId!, keyId: k.key_id, secret: k.secret };
+  };
+  return {
+    desk,
+    ledger,
+    handler,
+    dbPath,
+    dir: tmp.path,
+    logs,
+    admin,
+    call,
+    makeKey,
+    async [Symbol.asyncDispose]() {
+      await desk.close();
+      ledger.close();
+      tmp[Symbol.dispose]();
+    },
+  };
+}
