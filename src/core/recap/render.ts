@@ -7,7 +7,7 @@
 // text never begins a row and a fake `[ask ...]` block inside a reason cannot pass for a recap.
 import type { Ask, AskState, StoredAsk } from "../asks.ts";
 import { formatAmount } from "../money/format.ts";
-import { type Atoms, sanitizeAtoms } from "./sanitize.ts";
+import { displayRows, sanitizeAtoms } from "./sanitize.ts";
 import { textWidth } from "./width.ts";
 
 /** No rendered line is wider than this many columns (width.ts counts them). */
@@ -26,6 +26,7 @@ const MIN_SITE_ROOM = 16;
 const ID_FORM = /^[0-9A-HJKMNP-TV-Z]{10}$/;
 const REF_FORM = /^[A-Za-z0-9_-]{1,64}$/;
 const MAX_LISTED_IDS = 10;
+const PLAIN_HOST = /^[\x21-\x5b\x5d-\x7e]*$/;
 
 // The id is printed outside any field and typed back by the person: it must be the minted form.
 function checkedId(id: string): string {
@@ -40,8 +41,8 @@ function lineWidth(width: number): number {
 
 const labelled = (label: string): string => `  ${label}`.padEnd(VALUE_COLUMN);
 
-/** The host of a stored (already WHATWG-parsed) URL: ASCII, IDNs in punycode. */
-const hostOf = (href: string): string => new URL(href).hostname;
+/** The site of an ask: the host of its stored (already WHATWG-parsed) URL, ASCII, IDNs in punycode. */
+export const siteOf = (ask: Ask): string => new URL(ask.kind === "pay" ? ask.checkout_url : ask.provider_url).hostname;
 
 /**
  * A host in at most `room` columns. One that does not fit is shown by its end after `....`,
@@ -49,6 +50,16 @@ const hostOf = (href: string): string => new URL(href).hostname;
  * owns it (`shop.example.evil.com` must never read as `shop.example`).
  */
 export function fitHost(host: string, room: number): string {
+  // The usual case: a parsed host is printable ASCII, shown as it is, one column a character.
+  if (PLAIN_HOST.test(host)) {
+    if (host.length <= room) return host;
+    let k = host.length - (room - HOST_CUT.length);
+    if (host[k - 1] !== ".") {
+      const dot = host.indexOf(".", k);
+      if (dot !== -1 && dot < host.length - 1) k = dot + 1;
+    }
+    return HOST_CUT + host.slice(k);
+  }
   const { atoms, widths } = sanitizeAtoms(host);
   let total = 0;
   for (const w of widths) total += w;
@@ -86,70 +97,39 @@ export function expiryText(expiresAt: Date, now: Date, state: AskState = "pendin
 }
 
 /**
- * Cuts atoms into rows: the first after `prefix`, the others after the `  >` continuation. An
- * atom (an escape, a character with its marks) is never split. Joining the row texts gives back
- * the whole value: nothing is dropped at a cut.
+ * A value on its rows: the first after `prefix`, the others after the `  >` continuation,
+ * aligned with the value column. Cuts fall between atoms only (see sanitize.ts): an escape or a
+ * character with its marks is never split, and the rows joined give back the whole value.
  */
-function pushWrapped(lines: string[], prefix: string, { atoms, widths }: Atoms, width: number): void {
-  if (atoms.length === 0) {
+function pushValue(lines: string[], prefix: string, value: string, width: number, percentAtoms = false): void {
+  const rows = displayRows(value, width - textWidth(prefix), width - VALUE_COLUMN, percentAtoms);
+  if (rows.length === 0) {
     lines.push(prefix.trimEnd());
     return;
   }
-  let line = prefix;
-  let room = width - textWidth(prefix);
-  let empty = true;
-  for (let i = 0; i < atoms.length; i++) {
-    const w = widths[i]!;
-    if (w > room) {
-      if (empty) throw new RangeError("width too small for one character of the value");
-      // A space never ends a row (it would be invisible there): it moves to the start of the
-      // next row's value, where it shows, so `ab cd` and `abcd` never look the same when cut.
-      const carry = atoms[i - 1] === " ";
-      lines.push(carry ? line.slice(0, -1) : line);
-      line = carry ? `${CONTINUATION} ` : CONTINUATION;
-      room = width - VALUE_COLUMN - (carry ? 1 : 0);
-    }
-    line += atoms[i]!;
-    room -= w;
-    empty = false;
-  }
-  lines.push(line);
+  lines.push(prefix + rows[0]);
+  for (let i = 1; i < rows.length; i++) lines.push(CONTINUATION + rows[i]);
 }
 
 const pushField = (lines: string[], label: string, value: string, width: number): void =>
-  pushWrapped(lines, labelled(label), sanitizeAtoms(value), width);
+  pushValue(lines, labelled(label), value, width);
 
-const HEX = /^[0-9A-Fa-f]$/;
-
-// A URL's `%XX` stays whole on one row, so a cut never makes `%2` + `0` look like other text.
-function pushUrl(lines: string[], label: string, href: string, width: number): void {
-  const { atoms, widths } = sanitizeAtoms(href);
-  const merged: Atoms = { atoms: [], widths: [] };
-  for (let i = 0; i < atoms.length; i++) {
-    if (atoms[i] === "%" && i + 2 < atoms.length && HEX.test(atoms[i + 1]!) && HEX.test(atoms[i + 2]!)) {
-      merged.atoms.push(atoms[i]! + atoms[i + 1]! + atoms[i + 2]!);
-      merged.widths.push(3);
-      i += 2;
-    } else {
-      merged.atoms.push(atoms[i]!);
-      merged.widths.push(widths[i]!);
-    }
-  }
-  pushWrapped(lines, labelled(label), merged, width);
-}
+// URLs keep each `%XX` whole on one row.
+const pushUrl = (lines: string[], label: string, href: string, width: number): void =>
+  pushValue(lines, labelled(label), href, width, true);
 
 function pushOptional(lines: string[], label: string, value: string | undefined, width: number, lead = ""): void {
   // An absent optional field says so in the approver's words; agent text always has the lead.
   if (value === undefined) lines.push(`${labelled(label)}(none)`);
-  else pushWrapped(lines, labelled(label) + lead, sanitizeAtoms(value), width);
+  else pushValue(lines, labelled(label) + lead, value, width);
 }
 
 /** `PAY 19.00 EUR at shop.example` or `ACCOUNT at provider.example`, in `room` columns at most. */
-export function summary(ask: Ask, room: number): string {
+export function summary(ask: Ask, room: number, host: string = siteOf(ask)): string {
   const head = ask.kind === "pay" ? `PAY ${formatAmount(ask.amount, ask.currency)} ${ask.currency} at ` : "ACCOUNT at ";
   const siteRoom = room - head.length;
   if (siteRoom < MIN_SITE_ROOM) throw new RangeError("amount too long to show with its site");
-  return head + fitHost(hostOf(ask.kind === "pay" ? ask.checkout_url : ask.provider_url), siteRoom);
+  return head + fitHost(host, siteRoom);
 }
 
 /** The recap a person approves on. Pure: (stored ask, now, width) -> lines, none wider than 76 columns. */
@@ -158,24 +138,25 @@ export function renderRecap(stored: StoredAsk, now: Date, width: number = RECAP_
   const ask = stored.ask;
   const id = checkedId(ask.approval_id);
   const expires = expiryText(stored.expires_at, now, stored.state);
+  const host = siteOf(ask);
   const lines: string[] = [];
   if (ask.kind === "pay") {
     lines.push(`[ask ${id}] PAY ${formatAmount(ask.amount, ask.currency)} ${ask.currency}`);
     pushField(lines, "to:", ask.merchant, w);
     pushField(lines, "card:", ask.card_handle, w);
-    lines.push(labelled("site:") + fitHost(hostOf(ask.checkout_url), w - VALUE_COLUMN));
+    lines.push(labelled("site:") + fitHost(host, w - VALUE_COLUMN));
     pushUrl(lines, "checkout:", ask.checkout_url, w);
   } else {
     const head = `[ask ${id}] ACCOUNT at `;
-    lines.push(head + fitHost(hostOf(ask.provider_url), w - head.length));
+    lines.push(head + fitHost(host, w - head.length));
     pushUrl(lines, "provider:", ask.provider_url, w);
     pushOptional(lines, "identity:", ask.identity_handle, w);
-    lines.push(labelled("site:") + fitHost(hostOf(ask.provider_url), w - VALUE_COLUMN));
+    lines.push(labelled("site:") + fitHost(host, w - VALUE_COLUMN));
   }
   pushOptional(lines, "reason:", ask.reason, w, `${AGENT_LABEL} `);
   lines.push(labelled("expires:") + expires);
   // Built from the stored amount, currency and site only: nothing the agent wrote in words.
-  lines.push(labelled("approving:") + summary(ask, w - VALUE_COLUMN));
+  lines.push(labelled("approving:") + summary(ask, w - VALUE_COLUMN, host));
   lines.push(`  approve ${id}   or   deny ${id}`);
   return lines;
 }

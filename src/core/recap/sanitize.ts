@@ -70,25 +70,39 @@ const classOf = (cp: number): number => {
   return found;
 };
 
+// Escapes already written, by code point: a hostile reason is mostly escapes, and building each
+// one again costs more than the rest of its row.
+const ESCAPES = new Map<number, string>();
+
 /** `\u{hex}` for one code point: lowercase hex, no padding. */
-export const escapeCodePoint = (cp: number): string => `\\u{${cp.toString(16)}}`;
+export function escapeCodePoint(cp: number): string {
+  let escaped = ESCAPES.get(cp);
+  if (escaped === undefined) {
+    escaped = `\\u{${cp.toString(16)}}`;
+    if (ESCAPES.size < 4096) ESCAPES.set(cp, escaped);
+  }
+  return escaped;
+}
+
+/** Receives the display text of a value piece by piece (see `scan`). */
+type DisplaySink = {
+  /** `text.slice(start, end)` is shown as it is: one character with its marks, or a URL's `%XX`. */
+  verbatim(start: number, end: number, width: number): void;
+  /** A piece the sanitiser wrote: an escape, or the one space that stands for a run of spaces. */
+  generated(piece: string, width: number): void;
+};
+
+const isHex = (unit: number): boolean => (unit >= 0x30 && unit <= 0x39) || (unit >= 0x41 && unit <= 0x46) || (unit >= 0x61 && unit <= 0x66);
 
 /**
- * Display text cut into atoms that a line break may never split: one character with its (at
- * most two) combining marks, one escape, or one space. `widths[i]` is the columns of
- * `atoms[i]` by the rule in width.ts.
+ * The one walk over agent text that applies the rules at the top of this file. Each call to the
+ * sink is an atom that a line break may never split: a character with its (at most two)
+ * combining marks, an escape, a space, or (with `percentAtoms`, for URLs) a `%XX`.
  */
-export type Atoms = { atoms: string[]; widths: number[] };
-
-/** Agent text -> atoms of safe display text (see the rules at the top of this file). */
-export function sanitizeAtoms(text: string): Atoms {
-  const atoms: string[] = [];
-  const widths: number[] = [];
-  let spacePending = false;
-  // The atom that combining marks may join (-1: none: start, space or escape), and how many it has.
-  let base = -1;
-  let marks = 0;
+function scan(text: string, sink: DisplaySink, percentAtoms: boolean): void {
   const n = text.length;
+  let spacePending = false;
+  let shown = false;
   let i = 0;
   while (i < n) {
     const start = i;
@@ -103,39 +117,159 @@ export function sanitizeAtoms(text: string): Atoms {
     const cls = cp < 0x80 ? CLASS[cp]! : classOf(cp);
     if (cls === SPACE) {
       spacePending = true;
-      base = -1;
       continue;
     }
     if (spacePending) {
       // Runs of spaces (NBSP, ideographic space, ...) become one ASCII space: blocks a wall of
-      // blanks that pushes agent text to where a person expects a new line; leading ones dropped.
-      if (atoms.length > 0) {
-        atoms.push(" ");
-        widths.push(1);
-      }
+      // blanks that pushes agent text to where a person expects a new row; leading ones dropped.
+      if (shown) sink.generated(" ", 1);
       spacePending = false;
     }
-    if (cls === PRINT) {
-      atoms.push(i - start === 1 ? text[start]! : text.slice(start, i));
-      widths.push(cp < 0x80 ? 1 : 2);
-      base = atoms.length - 1;
-      marks = 0;
-    } else if (cls === MARK && base >= 0 && marks < MAX_MARKS_PER_BASE) {
-      // A mark stays on its base so a line break never strands it; each counts two columns.
-      atoms[base] += text.slice(start, i);
-      widths[base]! += 2;
-      marks++;
-    } else {
-      // ESCAPE, or a mark beyond two on one base (a stack that draws over the lines around it),
-      // or a mark with no visible base (it would sit on a label, a space or the `>` marker).
+    shown = true;
+    if (cls !== PRINT) {
+      // ESCAPE, or a combining mark that reached here: marks on a base were taken with it below,
+      // so this one is a third or later on one base (a stack that draws over the rows around
+      // it) or has no visible base (it would sit on a label, a space or the `>` marker).
       const escaped = escapeCodePoint(cp);
-      atoms.push(escaped);
-      widths.push(escaped.length);
-      base = -1;
+      sink.generated(escaped, escaped.length);
+      continue;
     }
+    if (percentAtoms && cp === 0x25 && i + 1 < n && isHex(text.charCodeAt(i)) && isHex(text.charCodeAt(i + 1))) {
+      // A URL's `%XX` stays whole, so a cut never makes `%2` + `0` read as other text. A mark
+      // after it has no base and is escaped on the next turn.
+      sink.verbatim(start, i + 2, 3);
+      i += 2;
+      continue;
+    }
+    // Take up to two combining marks with their base, so a cut never strands one; each mark
+    // counts two columns by the width rule.
+    let width = cp < 0x80 ? 1 : 2;
+    for (let marks = 0; marks < MAX_MARKS_PER_BASE && i < n; marks++) {
+      let next = text.charCodeAt(i);
+      let size = 1;
+      if (next >= 0xd800 && next <= 0xdbff && i + 1 < n) {
+        const low = text.charCodeAt(i + 1);
+        if (low >= 0xdc00 && low <= 0xdfff) {
+          next = 0x10000 + ((next - 0xd800) << 10) + (low - 0xdc00);
+          size = 2;
+        }
+      }
+      if ((next < 0x80 ? CLASS[next]! : classOf(next)) !== MARK) break;
+      i += size;
+      width += 2;
+    }
+    sink.verbatim(start, i, width);
   }
+}
+
+/**
+ * Display text cut into atoms that a line break may never split. `widths[i]` is the columns
+ * of `atoms[i]` by the rule in width.ts.
+ */
+export type Atoms = { atoms: string[]; widths: number[] };
+
+/** Agent text -> atoms of safe display text (see the rules at the top of this file). */
+export function sanitizeAtoms(text: string, percentAtoms = false): Atoms {
+  const atoms: string[] = [];
+  const widths: number[] = [];
+  scan(
+    text,
+    {
+      verbatim: (start, end, width) => {
+        atoms.push(text.slice(start, end));
+        widths.push(width);
+      },
+      generated: (piece, width) => {
+        atoms.push(piece);
+        widths.push(width);
+      },
+    },
+    percentAtoms,
+  );
   return { atoms, widths };
 }
 
+// Builds rows from the walk, copying runs of verbatim text in one slice each (rendering is
+// mostly string building: per-atom concatenation would cost more than the rules themselves).
+class RowBuilder implements DisplaySink {
+  readonly rows: string[] = [];
+  private row = "";
+  private runStart = 0;
+  private runEnd = 0;
+  private room: number;
+  private placed = false;
+  private endsWithSpace = false;
+
+  constructor(
+    private readonly text: string,
+    firstRoom: number,
+    private readonly nextRoom: number,
+  ) {
+    this.room = firstRoom;
+  }
+
+  private flush(): void {
+    if (this.runEnd > this.runStart) this.row += this.text.slice(this.runStart, this.runEnd);
+    this.runStart = this.runEnd;
+  }
+
+  private make(width: number): void {
+    if (width <= this.room) return;
+    if (!this.placed) throw new RangeError("row too narrow for one character of the value");
+    this.flush();
+    if (this.endsWithSpace) {
+      // A space never ends a row (it would be invisible there): it moves to the start of the
+      // next row, where it shows, so `ab cd` and `abcd` never look the same when cut.
+      this.rows.push(this.row.slice(0, -1));
+      this.row = " ";
+      this.room = this.nextRoom - 1;
+    } else {
+      this.rows.push(this.row);
+      this.row = "";
+      this.room = this.nextRoom;
+      this.placed = false;
+    }
+    this.endsWithSpace = false;
+  }
+
+  verbatim(start: number, end: number, width: number): void {
+    this.make(width);
+    if (start !== this.runEnd) {
+      this.flush();
+      this.runStart = start;
+    }
+    this.runEnd = end;
+    this.room -= width;
+    this.placed = true;
+    this.endsWithSpace = false;
+  }
+
+  generated(piece: string, width: number): void {
+    this.make(width);
+    this.flush();
+    this.row += piece;
+    this.room -= width;
+    this.placed = true;
+    this.endsWithSpace = piece === " ";
+  }
+
+  finish(): string[] {
+    this.flush();
+    if (this.placed) this.rows.push(this.row);
+    return this.rows;
+  }
+}
+
+/**
+ * Agent text -> the rows of its safe display: the first at most `firstRoom` columns, the others
+ * at most `nextRoom`. No atom is split, and the rows joined give the whole display text back.
+ * An empty display is no rows.
+ */
+export function displayRows(text: string, firstRoom: number, nextRoom: number, percentAtoms = false): string[] {
+  const builder = new RowBuilder(text, firstRoom, nextRoom);
+  scan(text, builder, percentAtoms);
+  return builder.finish();
+}
+
 /** Agent text -> safe display text, as one string. */
-export const sanitize = (text: string): string => sanitizeAtoms(text).atoms.join("");
+export const sanitize = (text: string): string => displayRows(text, Number.POSITIVE_INFINITY, Number.POSITIVE_INFINITY).join("");
