@@ -14,9 +14,12 @@
 //  4. The piece holds a card number when any 13 to 19 consecutive digits of it pass the Luhn
 //     check. Windows inside a longer run count too, so padding a number with digits does not
 //     hide it.
-//  5. If the text holds a percent-encoded byte (`%` and two hex digits), the rule is applied a
-//     second time to the text with its percent-encoding decoded (one level, UTF-8), so a number
-//     hidden as `%34%31...` or split by `%20` in a URL is caught.
+//  5. In the normalised text, a percent-encoded byte (`%` and two hex digits) is one separator,
+//     its hex characters included: they neither join a run (the `20` of `%20`) nor end one (the
+//     `D` of `%2D`).
+//  6. If the normalised text holds a percent-encoded byte, it is decoded once (as UTF-8, bad
+//     bytes become U+FFFD), normalised again and scanned by steps 2-4 (a `%` in the decoded text
+//     is plain punctuation), so a number split by `%20` or written as `%34%31...` is caught.
 // A false alarm is possible on long runs of unrelated numbers (about one window in ten passes
 // Luhn); the caller refuses with CARD_NUMBER_REFUSED and never echoes the value.
 
@@ -74,10 +77,20 @@ function classify(cp: number): number {
 // scan() is synchronous and never re-entered.
 const ring = new Int8Array(MAX_LEN);
 
-function scan(text: string): boolean {
+const isHex = (c: number): boolean => (c >= 0x30 && c <= 0x39) || (c >= 0x41 && c <= 0x46) || (c >= 0x61 && c <= 0x66);
+
+/**
+ * Scans one normalised string for a Luhn-valid 13-19 window. With `skipEscapes`, each `%XX`
+ * escape is a separator.
+ */
+function scan(text: string, skipEscapes: boolean): boolean {
   let count = 0;
   for (let i = 0; i < text.length; i++) {
     let cp = text.charCodeAt(i);
+    if (cp === 0x25 && skipEscapes && i + 2 < text.length && isHex(text.charCodeAt(i + 1)) && isHex(text.charCodeAt(i + 2))) {
+      i += 2;
+      continue;
+    }
     if (cp >= 0xd800 && cp <= 0xdbff && i + 1 < text.length) {
       const low = text.charCodeAt(i + 1);
       if (low >= 0xdc00 && low <= 0xdfff) {
@@ -131,14 +144,13 @@ function percentDecode(text: string): string {
   });
 }
 
-function holds(text: string): boolean {
-  return scan(isAscii(text) ? text : text.normalize("NFKC"));
-}
+const normalise = (text: string): string => (isAscii(text) ? text : text.normalize("NFKC"));
 
 /** True when the text may hold a payment card number by the rule in this file's header. */
 export function containsCardNumber(text: string): boolean {
-  if (holds(text)) return true;
-  return PERCENT_ESCAPE.test(text) && holds(percentDecode(text));
+  const normal = normalise(text);
+  if (scan(normal, true)) return true;
+  return PERCENT_ESCAPE.test(normal) && scan(normalise(percentDecode(normal)), false);
 }
 
 /** The Luhn check over a string of ASCII digits (for tests and callers that build numbers). */
