@@ -2,6 +2,7 @@
 // server (-L, unique per test). The pane's output and the approver's stderr reach the test
 // through FIFOs, so the test waits for the text itself.
 import { spawnSync } from "node:child_process";
+import { rmSync } from "node:fs";
 import { join } from "node:path";
 import { OutputWatch } from "./approver-process.ts";
 import { BINARY } from "./binary.ts";
@@ -45,6 +46,8 @@ export async function startTmuxApprover(options: { dir: string; args: string[]; 
 
   const cleanup = () => {
     spawnSync("tmux", ["-L", socket, "kill-server"], { env });
+    // kill-server leaves the socket file behind.
+    rmSync(join(process.env.TMUX_TMPDIR ?? "/tmp", `tmux-${process.getuid?.() ?? 0}`, socket), { force: true });
     paneCat.kill();
     errCat.kill();
   };
