@@ -342,7 +342,7 @@ describe("decision, list, notices", () => {
     expect(renderConsoleNote({ kind: "already-decided", id: "K7Q2M4XZ3A", state: "approved" })).toBe("K7Q2M4XZ3A: already decided (approved)");
     expect(renderConsoleNote({ kind: "expired", id: "K7Q2M4XZ3A" })).toBe("K7Q2M4XZ3A: expired, nothing changed");
     expect(renderConsoleNote({ kind: "unknown-id", id: "K7Q2M4XZ3A" })).toBe("K7Q2M4XZ3A: no such ask");
-    expect(renderConsoleNote({ kind: "not-an-id" })).toBe("not an ask id: ids are 10 characters of 0-9 and A-Z");
+    expect(renderConsoleNote({ kind: "not-an-id" })).toBe("not an ask id: ids are 10 characters, 0-9 and A-Z without I L O U");
     expect(renderConsoleNote({ kind: "none-pending" })).toBe("no pending asks");
     expect(() => renderConsoleNote({ kind: "expired", id: "x\u202e" })).toThrow(RangeError);
   });

@@ -214,7 +214,7 @@ export function renderConsoleNote(note: ConsoleNote): string {
       return `${checkedId(note.id)}: no such ask`;
     case "not-an-id":
       // What was typed is not echoed: it may be pasted agent text.
-      return "not an ask id: ids are 10 characters of 0-9 and A-Z";
+      return "not an ask id: ids are 10 characters, 0-9 and A-Z without I L O U";
     case "none-pending":
       return "no pending asks";
   }
