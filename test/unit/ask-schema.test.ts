@@ -98,6 +98,8 @@ describe("valid asks", () => {
     expect(payCode({ ...PAY, amount: "1000000.01" })).toBe("AMOUNT_TOO_LARGE");
     expect(payCode({ ...PAY, amount: "50.01" }, { maxAmount: "50" })).toBe("AMOUNT_TOO_LARGE");
     expect(payCode({ ...PAY, amount: "50.00" }, { maxAmount: "50" })).toBe("ok");
+    // A bad configured maximum is a fault of the operator, not an answer to the agent.
+    expect(() => validatePayAsk(PAY, { maxAmount: "1e6" })).toThrow(RangeError);
   });
 });
 

@@ -1,5 +1,6 @@
 import { describe, expect, test } from "bun:test";
 import fc from "fast-check";
+import { ERRORS } from "../../src/core/errors.ts";
 import {
   CROCKFORD_ALPHABET,
   isApprovalId,
@@ -102,6 +103,10 @@ describe("refs", () => {
       expect(ref).toMatch(/^demo-[0-9a-f]{8}$/);
       expect(isSafeRef(ref)).toBe(true);
     }
+  });
+
+  test("every error code in the table is safe to show the agent", () => {
+    for (const code of Object.keys(ERRORS)) expect({ code, safe: isSafeRef(code) }).toEqual({ code, safe: true });
   });
 
   test("isSafeRef: 1-64 of A-Z a-z 0-9 _ -, and no card number", () => {

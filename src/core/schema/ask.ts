@@ -171,6 +171,11 @@ function checkShape(input: unknown, shape: typeof PayShape | typeof AccountShape
   return "BODY_INVALID";
 }
 
+/**
+ * A pay ask as the approver receives it, checked in the order in this file's header.
+ * `limits.maxAmount` (major units, default DEFAULT_MAX_AMOUNT) must be a positive plain decimal:
+ * anything else throws RangeError, a configuration fault to catch at start-up.
+ */
 export function validatePayAsk(input: unknown, limits: { maxAmount?: string } = {}): AskCheck<PayAsk> {
   const shapeCode = checkShape(input, PayShape, PAY_KEYS);
   if (shapeCode !== undefined) return fail(shapeCode);
@@ -204,6 +209,7 @@ export function validatePayAsk(input: unknown, limits: { maxAmount?: string } = 
   return { ok: true, ask };
 }
 
+/** An account ask as the approver receives it, checked in the order in this file's header. */
 export function validateAccountAsk(input: unknown): AskCheck<AccountAsk> {
   const shapeCode = checkShape(input, AccountShape, ACCOUNT_KEYS);
   if (shapeCode !== undefined) return fail(shapeCode);
