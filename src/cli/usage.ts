@@ -52,6 +52,10 @@ Environment:
   ASK_ONLY_PAY_CLIENT_CERT   client certificate (client.pem)
   ASK_ONLY_PAY_CLIENT_KEY    client key (client.key)
   ASK_ONLY_PAY_CA            the approver's CA (approver-ca.pem)
+  ASK_ONLY_PAY_TIMEOUT_MS    how long one exchange with the approver may take
+                             (default 10000)
+
+stdout carries JSON-RPC only; logs go to stderr. It stops when the client closes stdin.
 
 Examples:
   ASK_ONLY_PAY_URL=https://localhost:8443 ASK_ONLY_PAY_CLIENT_CERT=certs/client.pem \\
@@ -69,13 +73,21 @@ Options (each also from the environment; the flag wins):
   --key PATH           server key (ASK_ONLY_PAY_APPROVER_KEY)
   --ca PATH            the client CA it trusts (ASK_ONLY_PAY_APPROVER_CA)
   --listen HOST:PORT   where to listen (default 127.0.0.1:8443)
+                       (ASK_ONLY_PAY_APPROVER_LISTEN)
   --db PATH            the ask ledger (default $XDG_STATE_HOME/ask-only/asks.db,
-                       else ~/.local/state/ask-only/asks.db)
-  --ttl DURATION       how long an ask waits for a decision (default 10m; e.g. 90s, 10m, 1h)
+                       else ~/.local/state/ask-only/asks.db) (ASK_ONLY_PAY_APPROVER_DB)
+  --ttl DURATION       how long an ask waits for a decision (default 10m; e.g. 90s, 10m,
+                       1h; at most 168h) (ASK_ONLY_PAY_APPROVER_TTL)
   --max-pending N      most asks pending at once (default 50)
+                       (ASK_ONLY_PAY_APPROVER_MAX_PENDING)
   -h, --help           print this help
 
-Console commands: list, show ID, approve ID, deny ID, help
+Console commands (typed on this terminal; ids in any case):
+  list, show ID, approve ID, deny ID, help
+
+Start-up fails (exit 1) on a missing, unreadable or mismatched certificate, key or CA.
+Stop with Ctrl-C, SIGTERM, or Ctrl-D on a terminal. When stdin is a pipe that closes, it
+keeps serving.
 
 Examples:
   ask-only approver --cert certs/approver.pem --key certs/approver.key --ca certs/client-ca.pem

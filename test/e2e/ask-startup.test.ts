@@ -59,7 +59,7 @@ describe("approver start-up", () => {
     const r = await runBinary(["approver", "--listen", "127.0.0.1:0", "--db", db()], { env });
     expectRefusal(r, 1, /\(ASK_ONLY_PAY_APPROVER_KEY\) does not match/);
     await using ap = await startApprover({ files: approverFiles(link), db: join(dir.path, "env.db"), env });
-    expect(ap.err.text).toContain("ask ledger:");
+    await ap.err.waitFor(/ask ledger:/);
   });
 
   test("bad flags are usage errors (exit 2)", async () => {
@@ -70,6 +70,17 @@ describe("approver start-up", () => {
     }
     const r = await runBinary(["approver", "--listen", "127.0.0.1:0", "--db", db()], { env: {} });
     expectRefusal(r, 2, /--cert is missing/);
+    expectRefusal(await runBinary(base, { env: { ASK_ONLY_PAY_APPROVER_MAX_PENDING: "many" } }), 2, /--max-pending "many"/);
+  });
+
+  test("the other settings come from the environment too; a flag wins", async () => {
+    const env = { ASK_ONLY_PAY_APPROVER_TTL: "90s", ASK_ONLY_PAY_APPROVER_MAX_PENDING: "7" };
+    {
+      await using ap = await startApprover({ files: approverFiles(link), db: join(dir.path, "env1.db"), env });
+      await ap.err.waitFor(/asks wait 90s for a decision; at most 7 pending/);
+    }
+    await using ap = await startApprover({ files: approverFiles(link), db: join(dir.path, "env2.db"), env, ttl: "1h" });
+    await ap.err.waitFor(/asks wait 1h for a decision; at most 7 pending/);
   });
 
   test("a port in use is refused with a hint", async () => {

@@ -75,21 +75,29 @@ export function resolveApproverConfig(flags: ApproverFlags, env: Record<string, 
     labels[role] = fromFlag !== undefined ? `--${role}` : ENV[role];
   }
 
-  const listen = parseListen(flags.listen ?? DEFAULT_LISTEN);
-  if (!listen) throw usageError(`--listen ${JSON.stringify(flags.listen)} is not HOST:PORT`, "e.g. --listen 127.0.0.1:8443");
+  // The other settings also come from the environment; a flag wins.
+  const setting = (flag: string | undefined, name: string) => flag ?? (env[name] === "" ? undefined : env[name]);
+  const f = {
+    listen: setting(flags.listen, "ASK_ONLY_PAY_APPROVER_LISTEN"),
+    db: setting(flags.db, "ASK_ONLY_PAY_APPROVER_DB"),
+    ttl: setting(flags.ttl, "ASK_ONLY_PAY_APPROVER_TTL"),
+    maxPending: setting(flags.maxPending, "ASK_ONLY_PAY_APPROVER_MAX_PENDING"),
+  };
+  const listen = parseListen(f.listen ?? DEFAULT_LISTEN);
+  if (!listen) throw usageError(`--listen ${JSON.stringify(f.listen)} is not HOST:PORT`, "e.g. --listen 127.0.0.1:8443");
 
-  const ttlMs = parseDuration(flags.ttl ?? DEFAULT_TTL);
-  if (ttlMs === undefined) throw usageError(`--ttl ${JSON.stringify(flags.ttl)} is not a duration`, "a whole number and s, m or h, at most a week: e.g. 90s, 10m, 1h");
+  const ttlMs = parseDuration(f.ttl ?? DEFAULT_TTL);
+  if (ttlMs === undefined) throw usageError(`--ttl ${JSON.stringify(f.ttl)} is not a duration`, "a whole number and s, m or h, at most a week: e.g. 90s, 10m, 1h");
 
   let maxPending = DEFAULT_MAX_PENDING;
-  if (flags.maxPending !== undefined) {
-    maxPending = /^[1-9]\d{0,5}$/.test(flags.maxPending) ? Number(flags.maxPending) : Number.NaN;
+  if (f.maxPending !== undefined) {
+    maxPending = /^[1-9]\d{0,5}$/.test(f.maxPending) ? Number(f.maxPending) : Number.NaN;
     if (!(maxPending <= MAX_MAX_PENDING)) {
-      throw usageError(`--max-pending ${JSON.stringify(flags.maxPending)} is not a count`, `a whole number from 1 to ${MAX_MAX_PENDING}`);
+      throw usageError(`--max-pending ${JSON.stringify(f.maxPending)} is not a count`, `a whole number from 1 to ${MAX_MAX_PENDING}`);
     }
   }
 
-  const dbIsDefault = flags.db === undefined;
-  const dbPath = dbIsDefault ? defaultDbPath(env) : resolve(cwd, flags.db!);
+  const dbIsDefault = f.db === undefined;
+  const dbPath = dbIsDefault ? defaultDbPath(env) : resolve(cwd, f.db!);
   return { tls, labels, ...listen, dbPath, dbIsDefault, ttlMs, maxPending };
 }

@@ -77,17 +77,18 @@ export async function runApprover(flags: ApproverFlags, streams: Streams): Promi
     throw failure(`cannot listen on ${config.hostname}:${config.port}: ${errnoCode(err)}`, "another process may hold the port; choose another with --listen HOST:PORT");
   }
 
+  // Signals are caught before start-up is announced: whoever saw the announcement can stop it.
+  const { promise: stopped, resolve: stop } = Promise.withResolvers<string>();
+  const onSignal = (signal: NodeJS.Signals) => stop(signal);
+  process.once("SIGINT", onSignal);
+  process.once("SIGTERM", onSignal);
+
   const host = config.hostname.includes(":") ? `[${config.hostname}]` : config.hostname;
   info(streams, `approver listening on https://${host}:${server.port} (mutual TLS only)`);
   info(streams, `ask ledger: ${config.dbPath}`);
   info(streams, `trusting clients certified by ${tls.caSubject} (${tls.paths.ca}, sha256 ${tls.caFingerprint256})`);
   info(streams, `asks wait ${formatDuration(config.ttlMs)} for a decision; at most ${config.maxPending} pending`);
   info(streams, 'type "help" for the console commands');
-
-  const { promise: stopped, resolve: stop } = Promise.withResolvers<string>();
-  const onSignal = (signal: NodeJS.Signals) => stop(signal);
-  process.once("SIGINT", onSignal);
-  process.once("SIGTERM", onSignal);
 
   const onResize = () => consoleUi.resized();
   if (isTTY) stdout.on("resize", onResize);
