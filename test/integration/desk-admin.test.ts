@@ -211,7 +211,7 @@ describe("sealed upstream credentials", () => {
     const responses: string[] = [];
     const keep = async (r: Response) => {
       const text = await r.text();
-      responses.push(text, JSON.stringify([...r.headers.entries()]));
+      responses.push(text, JSON.stringify(Object.fromEntries(r.headers as unknown as Iterable<[string, string]>)));
       const isJson = r.headers.get("content-type")?.startsWith("application/json") ?? false;
       return { status: r.status, json: (isJson ? JSON.parse(text) : {}) as Record<string, unknown> };
     };
