@@ -2,14 +2,15 @@
 // The seed is printed; replay a failure with RECAP_SEED=<seed> (and the path fast-check prints).
 import { expect, test } from "bun:test";
 import fc from "fast-check";
-import { renderRecap } from "../../src/core/recap/render.ts";
-import { recapCase, recapViolations } from "../helpers/recap-invariants.ts";
+import { formatAmount } from "../../src/core/money/format.ts";
+import { renderDecision, renderListLine, renderRecap } from "../../src/core/recap/render.ts";
+import { columns, recapCase, recapViolations } from "../helpers/recap-invariants.ts";
 
 const RUNS = 10_000;
 const seed = Number(process.env.RECAP_SEED ?? (Date.now() ^ (Math.random() * 0x7fffffff)) | 0);
+console.log(`recap property seed: ${seed} (replay with RECAP_SEED=${seed})`);
 
 test(`recap invariants over random Unicode (${RUNS} cases, seed ${seed})`, () => {
-  console.log(`recap property seed: ${seed} (replay with RECAP_SEED=${seed})`);
   fc.assert(
     fc.property(recapCase, ({ stored, now, width }) => {
       expect(recapViolations(stored, renderRecap(stored, now, width), width)).toEqual([]);
@@ -17,3 +18,24 @@ test(`recap invariants over random Unicode (${RUNS} cases, seed ${seed})`, () =>
     { numRuns: RUNS, seed },
   );
 }, 120_000);
+
+test(`list rows and decision rows over random Unicode (${RUNS / 10} cases, seed ${seed})`, () => {
+  fc.assert(
+    fc.property(recapCase, ({ stored, now }) => {
+      const { ask } = stored;
+      const money = ask.kind === "pay" ? `PAY ${formatAmount(ask.amount, ask.currency)} ${ask.currency} at ` : "ACCOUNT at ";
+      const list = renderListLine(stored, now);
+      const approved = renderDecision({ ...stored, state: "approved", ref: "demo-3e40a688" });
+      const denied = renderDecision({ ...stored, state: "denied" });
+      for (const row of [list, ...approved, ...denied]) expect(columns(row)).toBeLessThanOrEqual(76);
+      // Built from the id, amount, currency and site only: a plain ASCII row in the approver's words.
+      expect(list).toStartWith(`${ask.approval_id}  ${money}`);
+      expect(approved[0]).toStartWith(`${ask.approval_id}: approved: ${money}`);
+      expect(denied.length).toBe(1);
+      expect(denied[0]).toStartWith(`${ask.approval_id}: denied: ${money}`);
+      expect(approved[1]).toBe("  demo-3e40a688: no money moved (reference approver)");
+      for (const row of [list, ...approved, ...denied]) expect(row).toMatch(/^[\x20-\x7e]+$/);
+    }),
+    { numRuns: RUNS / 10, seed },
+  );
+}, 60_000);

@@ -278,6 +278,9 @@ describe("expiry wording", () => {
     expect(expiryText(in_(-5), NOW)).toBe("expired");
     expect(expiryText(in_(3_600_000), NOW)).toBe("in 1 h");
     expect(expiryText(in_(2 * 3_600_000 + 5 * 60_000 + 59_000), NOW)).toBe("in 2 h 5 min");
+    expect(expiryText(in_(48 * 3_600_000 - 1), NOW)).toBe("in 47 h 59 min");
+    expect(expiryText(in_(48 * 3_600_000), NOW)).toBe("in 2 d");
+    expect(expiryText(in_(9_999 * 86_400_000), NOW)).toBe("in 9999 d");
     expect(expiryText(in_(600_000), NOW, "expired")).toBe("expired");
     expect(() => expiryText(new Date(Number.NaN), NOW)).toThrow(RangeError);
   });
@@ -287,9 +290,18 @@ describe("fitHost", () => {
   test("keeps a host that fits, cuts the start of one that does not, at a label where it can", () => {
     expect(fitHost("shop.example", 12)).toBe("shop.example");
     expect(fitHost("a.shop.example", 12)).toBe("....example");
+    expect(fitHost("a.shop.example.com", 16)).toBe("....example.com");
+    // Starting after a dot would leave one label only: cut inside the label instead.
+    expect(fitHost("a-long-shop-name.example.com", 12)).toBe("....mple.com");
     expect(fitHost("shop.example.evil.com", 16)).toBe("....evil.com");
     expect(fitHost("x".repeat(30), 16)).toBe(`....${"x".repeat(12)}`);
     expect(fitHost("aaaa.bbbbbbbbbbbbbbbbbb", 16)).toBe(`....${"b".repeat(12)}`);
+  });
+  test("a host that is not plain ASCII is sanitised, counted by the width rule, and cut by atoms", () => {
+    expect(fitHost("a\u202eb.example", 40)).toBe("a\\u{202e}b.example");
+    expect(fitHost(`${"\u65e5".repeat(10)}.example`, 20)).toBe("....\u65e5\u65e5\u65e5\u65e5.example");
+    expect(fitHost(`x.${"\u65e5".repeat(10)}`, 16)).toBe(`....${"\u65e5".repeat(6)}`);
+    expect(fitHost(`x.${"\u202e".repeat(3)}`, 16)).toBe("....\\u{202e}");
   });
 });
 
@@ -313,7 +325,7 @@ describe("decision, list, notices", () => {
       expect(columns(line)).toBeLessThanOrEqual(76);
       expect(line).not.toContain("EVIL");
     }
-    expect(renderDecision(stored(hostile, { state: "denied" }))[0]).toBe("K7Q2M4XZ3A: denied: PAY 19.00 EUR at ....example");
+    expect(renderDecision(stored(hostile, { state: "denied" }))[0]).toBe(`K7Q2M4XZ3A: denied: PAY 19.00 EUR at ....${"k".repeat(27)}.example`);
   });
   test("a list row: id, summary, expiry; no merchant or reason", () => {
     expect(renderListLine(stored(PAY), NOW)).toBe("K7Q2M4XZ3A  PAY 19.00 EUR at shop.example  expires in 10 min");
@@ -321,6 +333,12 @@ describe("decision, list, notices", () => {
     const long = renderListLine(stored({ ...PAY, amount: "123456789.99", checkout_url: `https://${"q".repeat(70)}.evil.example/` }), in_(570_000));
     expect(long).toBe("K7Q2M4XZ3A  PAY 123456789.99 EUR at ....evil.example  expires in 30 s");
     expect(columns(long)).toBeLessThanOrEqual(76);
+    // The longest amount the default maximum allows (1000000 CLF, 4 decimals), far from expiry.
+    // The longest amount every row holds (14 characters as shown), far from expiry.
+    const far = stored({ ...PAY, amount: "999999999", currency: "CLF", checkout_url: "https://a-long-shop-name.example.com/" }, { expires_at: in_(47 * 3_600_000 + 59 * 60_000) });
+    const row = renderListLine(far, NOW);
+    expect(row).toBe("K7Q2M4XZ3A  PAY 999999999.0000 CLF at ....xample.com  expires in 47 h 59 min");
+    expect(columns(row)).toBeLessThanOrEqual(76);
   });
   test("the narrow-terminal notice names the ids and asks for a wider terminal in short rows", () => {
     const rows = renderNarrowNotice(["K7Q2M4XZ3A", "P3N8W2R6T0"], 50);

@@ -21,8 +21,10 @@ export const HOST_CUT = "....";
 
 const VALUE_COLUMN = 13;
 const CONTINUATION = "  >".padEnd(VALUE_COLUMN);
-// The site in a summary always keeps at least this much room (HOST_CUT + 12 characters).
+// The site in a summary always keeps at least this much room (HOST_CUT + 12 characters), and
+// in a list row, which also holds the expiry, at least HOST_CUT + 8 (`....evil.com`).
 const MIN_SITE_ROOM = 16;
+const MIN_LIST_SITE_ROOM = 12;
 const ID_FORM = /^[0-9A-HJKMNP-TV-Z]{10}$/;
 const REF_FORM = /^[A-Za-z0-9_-]{1,64}$/;
 const MAX_LISTED_IDS = 10;
@@ -46,17 +48,19 @@ export const siteOf = (ask: Ask): string => new URL(ask.kind === "pay" ? ask.che
 
 /**
  * A host in at most `room` columns. One that does not fit is shown by its end after `....`,
- * starting at a label where one fits (`....evil.com`): cutting its end instead would hide who
- * owns it (`shop.example.evil.com` must never read as `shop.example`).
+ * from the start of a label when that still shows two labels whole (`....evil.com`), else from
+ * inside one (`....mple.com`), never from a dot: cutting its end instead would hide who owns it
+ * (`shop.example.evil.com` must never read as `shop.example`).
  */
 export function fitHost(host: string, room: number): string {
   // The usual case: a parsed host is printable ASCII, shown as it is, one column a character.
   if (PLAIN_HOST.test(host)) {
     if (host.length <= room) return host;
     let k = host.length - (room - HOST_CUT.length);
-    if (host[k - 1] !== ".") {
+    if (host[k] === ".") k++;
+    else if (host[k - 1] !== ".") {
       const dot = host.indexOf(".", k);
-      if (dot !== -1 && dot < host.length - 1) k = dot + 1;
+      if (dot !== -1 && host.indexOf(".", dot + 1) !== -1) k = dot + 1;
     }
     return HOST_CUT + host.slice(k);
   }
@@ -67,13 +71,10 @@ export function fitHost(host: string, room: number): string {
   let k = atoms.length;
   let used = 0;
   while (k > 0 && used + widths[k - 1]! <= room - HOST_CUT.length) used += widths[--k]!;
-  if (k > 0 && atoms[k - 1] !== ".") {
-    for (let j = k; j < atoms.length - 1; j++) {
-      if (atoms[j] === ".") {
-        k = j + 1;
-        break;
-      }
-    }
+  if (atoms[k] === ".") k++;
+  else if (k > 0 && atoms[k - 1] !== ".") {
+    const dot = atoms.indexOf(".", k);
+    if (dot !== -1 && atoms.indexOf(".", dot + 1) !== -1) k = dot + 1;
   }
   return HOST_CUT + atoms.slice(k).join("");
 }
@@ -81,8 +82,8 @@ export function fitHost(host: string, room: number): string {
 /**
  * When an ask expires, in the approver's words: `expired` once `now` reaches `expires_at` (or the
  * ledger says so); under a minute, whole seconds rounded up (`in 45 s`, 1-60); under an hour,
- * whole minutes rounded down (`in 9 min`, never more time than is left); beyond, `in 2 h` or
- * `in 2 h 5 min`, rounded down.
+ * whole minutes rounded down (`in 9 min`, never more time than is left); under 48 hours,
+ * `in 2 h` or `in 2 h 5 min`; beyond, whole days (`in 3 d`); all rounded down.
  */
 export function expiryText(expiresAt: Date, now: Date, state: AskState = "pending"): string {
   const ms = expiresAt.getTime() - now.getTime();
@@ -92,6 +93,7 @@ export function expiryText(expiresAt: Date, now: Date, state: AskState = "pendin
   const minutes = Math.floor(ms / 60_000);
   if (minutes < 60) return `in ${minutes} min`;
   const hours = Math.floor(minutes / 60);
+  if (hours >= 48) return `in ${Math.floor(hours / 24)} d`;
   const rest = minutes % 60;
   return rest === 0 ? `in ${hours} h` : `in ${hours} h ${rest} min`;
 }
@@ -124,11 +126,15 @@ function pushOptional(lines: string[], label: string, value: string | undefined,
   else pushValue(lines, labelled(label) + lead, value, width);
 }
 
-/** `PAY 19.00 EUR at shop.example` or `ACCOUNT at provider.example`, in `room` columns at most. */
-export function summary(ask: Ask, room: number, host: string = siteOf(ask)): string {
+/**
+ * `PAY 19.00 EUR at shop.example` or `ACCOUNT at provider.example`, in `room` columns at most.
+ * An amount is never cut: one too long to leave the site its room is refused (every row fits
+ * for amounts of up to 14 characters as shown, i.e. below 10^9 in any currency).
+ */
+export function summary(ask: Ask, room: number, host: string = siteOf(ask), minSiteRoom = MIN_SITE_ROOM): string {
   const head = ask.kind === "pay" ? `PAY ${formatAmount(ask.amount, ask.currency)} ${ask.currency} at ` : "ACCOUNT at ";
   const siteRoom = room - head.length;
-  if (siteRoom < MIN_SITE_ROOM) throw new RangeError("amount too long to show with its site");
+  if (siteRoom < minSiteRoom) throw new RangeError("amount too long to show with its site");
   return head + fitHost(host, siteRoom);
 }
 
@@ -182,7 +188,7 @@ export function renderListLine(stored: StoredAsk, now: Date, width: number = REC
   const expires = expiryText(stored.expires_at, now, stored.state);
   const tail = expires === "expired" ? "  expired" : `  expires ${expires}`;
   const head = `${id}  `;
-  return head + summary(stored.ask, w - head.length - tail.length) + tail;
+  return head + summary(stored.ask, w - head.length - tail.length, siteOf(stored.ask), MIN_LIST_SITE_ROOM) + tail;
 }
 
 /** What the approver shows instead of recaps on a terminal narrower than 76 columns (rows <= 24 columns). */
