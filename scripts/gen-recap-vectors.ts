@@ -56,6 +56,7 @@ const CASES: Case[] = [
   pay("expiry-seconds", "under a minute, whole seconds rounded up", {}, { now: new Date(TEN_MIN.getTime() - 44_500) }),
   pay("expiry-minutes-floor", "minutes are rounded down: 9 min 59 s left reads in 9 min", {}, { now: new Date(CREATED.getTime() + 1000) }),
   pay("expiry-hours", "beyond an hour: hours and minutes", {}, { expires: new Date(CREATED.getTime() + 2 * 3600_000 + 5 * 60_000) }),
+  pay("expiry-days", "from 48 hours on: whole days, rounded down", {}, { expires: new Date(CREATED.getTime() + 3 * 86_400_000 - 1) }),
   pay("expiry-expired", "now at expires_at reads expired", {}, { now: TEN_MIN }),
   reason("hidden-c0", "C0 controls: NUL, BEL, BS, TAB, LF, VT, FF, CR, DEL", "a\u0000b\u0007c\bd\te\nf\u000bg\fh\ri\u007fj"),
   reason("hidden-c1", "C1 controls: PAD, NEL, CSI, ST, APC", "a\u0080b\u0085c\u009bd\u009ce\u009ff"),
