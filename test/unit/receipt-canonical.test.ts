@@ -4,6 +4,7 @@ import { describe, expect, test } from "bun:test";
 import fc from "fast-check";
 import { CanonicalJsonError, canonicalJson, MAX_DEPTH } from "../../src/core/receipt/canonical.ts";
 import { hashJson, sha256Hex } from "../../src/core/receipt/hash.ts";
+import { canonicalReceipt, OUTCOMES, type Receipt } from "../../src/core/receipt/types.ts";
 
 // A double from its IEEE 754 bit pattern, as RFC 8785 Appendix B lists them.
 function fromBits(hex: string): number {
@@ -157,5 +158,55 @@ describe("hashes", () => {
     expect(hashJson({ b: 1, a: [1, 2] })).toBe(hashJson({ a: [1, 2], b: 1 }));
     expect(hashJson({ a: 1 })).toBe(sha256Hex('{"a":1}'));
     expect(hashJson({ a: 1 })).not.toBe(hashJson({ a: 2 }));
+  });
+});
+
+describe("canonicalReceipt (the receipt's own fast path)", () => {
+  const hex = fc.stringMatching(/^[0-9a-f]{64}$/);
+  const money = fc.integer({ min: 0, max: Number.MAX_SAFE_INTEGER });
+  // Any code point, plus lone surrogate halves now and then.
+  const anyUnit = fc.oneof(
+    { weight: 9, arbitrary: fc.string({ unit: "binary", minLength: 1, maxLength: 1 }) },
+    { weight: 1, arbitrary: fc.integer({ min: 0xd800, max: 0xdfff }).map((c) => String.fromCharCode(c)) },
+  );
+  const receipt: fc.Arbitrary<Receipt> = fc.record({
+    v: fc.constant(1 as const),
+    id: fc.string({ minLength: 1, unit: anyUnit }),
+    kid: fc.string({ minLength: 1 }),
+    issued_at: fc.constant("2026-11-30T00:00:00.000Z"),
+    org_id: fc.string({ minLength: 1, unit: "grapheme" }),
+    key_id: fc.string({ minLength: 1 }),
+    tool: fc.string({ minLength: 1 }),
+    outcome: fc.constantFrom(...OUTCOMES),
+    http_status: fc.integer({ min: 100, max: 599 }),
+    price_mc: money,
+    amount_mc: money,
+    upstream_cost_mc: money,
+    remaining_mc: money,
+    period: fc.constantFrom("none", "2026-11", "2026-11-30"),
+    params_sha256: hex,
+    result_sha256: fc.option(hex, { nil: null }),
+    seq: fc.integer({ min: 1, max: Number.MAX_SAFE_INTEGER }),
+    prev_sha256: fc.option(hex, { nil: null }),
+  });
+
+  test("property: equal to canonicalJson, and null exactly where canonicalJson throws", () => {
+    fc.assert(
+      fc.property(receipt, (r) => {
+        let expected: string | null;
+        try {
+          expected = canonicalJson(r);
+        } catch {
+          expected = null;
+        }
+        expect(canonicalReceipt(r)).toBe(expected);
+      }),
+      { numRuns: 500 },
+    );
+  });
+
+  test("a lone surrogate in a field gives null", () => {
+    const r = fc.sample(receipt, { numRuns: 1, seed: 7 })[0]!;
+    expect(canonicalReceipt({ ...r, org_id: "org\ud800" })).toBeNull();
   });
 });

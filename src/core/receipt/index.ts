@@ -15,6 +15,7 @@ export {
   type ReceiptSigner,
 } from "./sign.ts";
 export {
+  canonicalReceipt,
   type Envelope,
   isReceipt,
   OUTCOMES,

@@ -3,7 +3,7 @@ import { createPrivateKey, createPublicKey, generateKeyPairSync, type KeyObject,
 import { encodeBase64url } from "./base64url.ts";
 import { canonicalJson } from "./canonical.ts";
 import { hashJson, sha256Hex } from "./hash.ts";
-import { type Envelope, RECEIPT_FIELDS, RECEIPT_VERSION, type Receipt, type ReceiptFields, receiptProblem } from "./types.ts";
+import { canonicalReceipt, type Envelope, RECEIPT_FIELDS, RECEIPT_VERSION, type Receipt, type ReceiptFields, receiptProblem } from "./types.ts";
 
 /** A public receipt-signing key as published in the JWKS. */
 export type ReceiptJwk = { kty: "OKP"; crv: "Ed25519"; x: string; kid: string; use: "sig"; alg: "EdDSA" };
@@ -70,7 +70,9 @@ export function loadSigner(privatePem: string): ReceiptSigner {
       if (problem) throw new ReceiptInvalidError(`refusing to sign an invalid receipt: ${problem}`);
       const receipt = {} as Record<string, unknown>;
       for (const field of RECEIPT_FIELDS) receipt[field] = source[field];
-      const bytes = Buffer.from(canonicalJson(receipt), "utf8");
+      const text = canonicalReceipt(receipt as Receipt);
+      if (text === null) throw new ReceiptInvalidError("refusing to sign an invalid receipt: a field is not well-formed Unicode");
+      const bytes = Buffer.from(text, "utf8");
       return {
         payload: encodeBase64url(bytes),
         signature: encodeBase64url(sign(null, bytes, privateKey)),

@@ -7,7 +7,7 @@ import { CanonicalJsonError, canonicalJson } from "./canonical.ts";
 import { hashJson, sha256Hex } from "./hash.ts";
 import { MCP_RECEIPT_META_KEY, resultForHashing } from "./result.ts";
 import { type Jwks, jwkThumbprint, ReceiptKeyError } from "./sign.ts";
-import { RECEIPT_FIELDS, type Receipt, receiptProblem } from "./types.ts";
+import { canonicalReceipt, RECEIPT_FIELDS, type Receipt, receiptProblem } from "./types.ts";
 
 export type CheckName = "envelope" | "signature" | "readable_copy" | "result" | "params";
 
@@ -128,59 +128,75 @@ export function openEnvelope(envelope: unknown, keys: ReceiptKeys | Jwks): Opene
   if (typeof payload !== "string" || typeof signature !== "string" || typeof kid !== "string") {
     return broken("not a receipt envelope (payload, signature and kid must be strings)");
   }
-  const checks: Check[] = [];
-  const bytes = decodeBase64url(payload);
+  const read = readPayload(payload, receipt);
+  if (read === null) return broken("payload is not base64url");
+  const { bytes, signed, problem } = read;
   const sig = decodeBase64url(signature);
-  let signed: Receipt | null = null;
-  let payloadSha256: string | null = null;
-  if (bytes === null) return broken("payload is not base64url");
-
-  let problem: string | null = null;
-  let text: string | null = null;
-  try {
-    text = utf8.decode(bytes);
-  } catch {
-    problem = "the signed payload is not UTF-8";
-  }
-  if (text !== null) {
-    let parsed: unknown;
-    try {
-      parsed = JSON.parse(text);
-    } catch {
-      problem = "the signed payload is not JSON";
-    }
-    if (problem === null) {
-      const shape = receiptProblem(parsed);
-      if (shape !== null) problem = `the signed payload is not a v1 receipt (${shape})`;
-      // One byte form per receipt: blocks duplicate keys or re-spelled numbers that two JSON
-      // readers could take differently while the signature still holds.
-      else if (canonicalJson(parsed) !== text) problem = "the signed payload is not canonical JSON";
-      else {
-        signed = parsed as Receipt;
-        payloadSha256 = sha256Hex(bytes);
-      }
-    }
-  }
+  const checks: Check[] = [];
 
   const key = keySet.get(kid);
   if (!key) checks.push({ name: "signature", ok: false, detail: `unknown kid ${printable(kid)} (not in the key set)` });
   else if (sig === null || sig.length !== 64 || !verify(null, bytes, key, sig)) {
     checks.push({ name: "signature", ok: false, detail: `does not verify under kid ${printable(kid)}` });
-  } else if (problem !== null) checks.push({ name: "signature", ok: false, detail: problem });
-  else if (signed!.kid !== kid) checks.push({ name: "signature", ok: false, detail: "the signed kid differs from the envelope kid" });
+  } else if (signed === null) checks.push({ name: "signature", ok: false, detail: problem ?? "the signed payload is unreadable" });
+  else if (signed.kid !== kid) checks.push({ name: "signature", ok: false, detail: "the signed kid differs from the envelope kid" });
   else checks.push({ name: "signature", ok: true, detail: `kid ${kid}` });
 
   if (signed === null) {
     checks.push({ name: "readable_copy", ok: false, detail: "not checked: the signed payload is unreadable" });
   } else if (!isRecord(receipt)) {
     checks.push({ name: "readable_copy", ok: false, detail: "the envelope has no readable copy" });
-  } else if (canonicalOrNull(receipt) === text) {
+  } else if (read.copyMatches) {
     checks.push({ name: "readable_copy", ok: true });
   } else {
     const fields = differingFields(receipt, signed).map(printable);
     checks.push({ name: "readable_copy", ok: false, detail: `differs from signed payload at ${fields.join(", ")}` });
   }
-  return { checks, signed, payloadSha256 };
+  return { checks, signed, payloadSha256: signed === null ? null : sha256Hex(bytes) };
+}
+
+type ReadPayload = {
+  bytes: Buffer;
+  /** The signed receipt, when the payload is the canonical JSON of a v1 receipt. */
+  signed: Receipt | null;
+  problem: string | null;
+  /** The readable copy is exactly the signed receipt. */
+  copyMatches: boolean;
+};
+
+/** Decodes a payload (null when it is not canonical base64url) and reads it as a receipt. */
+function readPayload(payload: string, readable: unknown): ReadPayload | null {
+  const bytes = decodeBase64url(payload);
+  if (bytes === null) return null;
+  const fail = (problem: string): ReadPayload => ({ bytes, signed: null, problem, copyMatches: false });
+  let text: string;
+  let parsed: unknown;
+  try {
+    text = utf8.decode(bytes);
+  } catch {
+    return fail("the signed payload is not UTF-8");
+  }
+  try {
+    parsed = JSON.parse(text);
+  } catch {
+    return fail("the signed payload is not JSON");
+  }
+  const shape = receiptProblem(parsed);
+  if (shape !== null) return fail(`the signed payload is not a v1 receipt (${shape})`);
+  const signed = parsed as Receipt;
+  // One byte form per receipt: blocks duplicate keys or re-spelled numbers that two JSON
+  // readers could take differently while the signature still holds.
+  if (canonicalReceipt(signed) !== text) return fail("the signed payload is not canonical JSON");
+  return { bytes, signed, problem: null, copyMatches: isRecord(readable) && sameReceipt(readable, signed) };
+}
+
+// Every receipt field is a string, a number or null, so === per field is canonical equality.
+function sameReceipt(readable: Record<string, unknown>, signed: Receipt): boolean {
+  if (Object.keys(readable).length !== RECEIPT_FIELDS.length) return false;
+  for (const field of RECEIPT_FIELDS) {
+    if (!Object.hasOwn(readable, field) || readable[field] !== signed[field]) return false;
+  }
+  return true;
 }
 
 function broken(detail: string): OpenedEnvelope {
@@ -315,23 +331,8 @@ export class ChainVerifier {
 export function verifyChain(envelopes: readonly unknown[]): { keys: number; failures: ChainFailure[] } {
   const chain = new ChainVerifier();
   envelopes.forEach((envelope, index) => {
-    const { signed, payloadSha256 } = readPayload(envelope);
-    chain.add(index, signed, payloadSha256);
+    const read = isRecord(envelope) && typeof envelope.payload === "string" ? readPayload(envelope.payload, envelope.receipt) : null;
+    chain.add(index, read?.signed ?? null, read?.signed ? sha256Hex(read.bytes) : null);
   });
   return { keys: chain.keyCount, failures: chain.failures };
-}
-
-function readPayload(envelope: unknown): { signed: Receipt | null; payloadSha256: string | null } {
-  const none = { signed: null, payloadSha256: null };
-  if (!isRecord(envelope) || typeof envelope.payload !== "string") return none;
-  const bytes = decodeBase64url(envelope.payload);
-  if (bytes === null) return none;
-  try {
-    const text = utf8.decode(bytes);
-    const parsed: unknown = JSON.parse(text);
-    if (receiptProblem(parsed) !== null || canonicalJson(parsed) !== text) return none;
-    return { signed: parsed as Receipt, payloadSha256: sha256Hex(bytes) };
-  } catch {
-    return none;
-  }
 }
