@@ -1,0 +1,139 @@
+// The reference MCP server from npm (@modelcontextprotocol/server-everything) as a real upstream
+// of the compiled desk: registered through the operator API with its real schemas, then a paid
+// call to everything__echo whose saved response `ask-only verify-receipt` accepts.
+import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { writeFileSync } from "node:fs";
+import { join, resolve } from "node:path";
+import { BINARY, runBinary, testEnv } from "../helpers/binary.ts";
+import { tempDir } from "../helpers/tmp.ts";
+
+const TOKEN = "e2e-everything-admin-token-0123456789abcdefghij";
+const EVERYTHING = resolve(import.meta.dir, "../../node_modules/@modelcontextprotocol/server-everything/dist/index.js");
+// server-everything listens on every interface; this preload pins its listen() to loopback.
+const LOOPBACK_ONLY =
+  'data:text/javascript,import net from "node:net"; const listen = net.Server.prototype.listen; net.Server.prototype.listen = function (...a) { if (typeof a[0] === "number" || typeof a[0] === "string") a.splice(1, 0, "127.0.0.1"); return listen.apply(this, a); };';
+
+/** A port that was free a moment ago: bind port 0, read it, close. */
+function freePort(): number {
+  const probe = Bun.listen({ hostname: "127.0.0.1", port: 0, socket: { data() {} } });
+  const port = probe.port;
+  probe.stop(true);
+  return port;
+}
+
+/** Resolves once something accepts TCP connections on the port. */
+async function untilListening(port: number, proc: { exitCode: number | null }): Promise<void> {
+  for (;;) {
+    if (proc.exitCode !== null) throw new Error("the upstream exited before listening");
+    const connected = await Bun.connect({ hostname: "127.0.0.1", port, socket: { data() {} } }).then(
+      (s) => {
+        s.end();
+        return true;
+      },
+      () => false,
+    );
+    if (connected) return;
+    await Bun.sleep(25);
+  }
+}
+
+async function waitForLine(stream: ReadableStream<Uint8Array>, re: RegExp): Promise<RegExpExecArray> {
+  let text = "";
+  const decoder = new TextDecoder();
+  const reader = stream.getReader();
+  for (;;) {
+    const { value, done } = await reader.read();
+    if (done) throw new Error(`stream ended without ${re}: ${text}`);
+    text += decoder.decode(value, { stream: true });
+    const m = re.exec(text);
+    if (m) {
+      reader.releaseLock();
+      // Keep draining so the process never blocks on a full pipe.
+      stream.pipeTo(new WritableStream()).catch(() => {});
+      return m;
+    }
+  }
+}
+
+let everything: ReturnType<typeof Bun.spawn>;
+let everythingUrl: string;
+
+beforeAll(async () => {
+  const port = freePort();
+  everything = Bun.spawn(["node", "--import", LOOPBACK_ONLY, EVERYTHING, "streamableHttp"], {
+    env: testEnv({ PORT: String(port) }),
+    stdout: "ignore",
+    stderr: "ignore",
+  });
+  await untilListening(port, everything);
+  everythingUrl = `http://127.0.0.1:${port}/mcp`;
+});
+
+afterAll(async () => {
+  everything.kill();
+  await everything.exited;
+});
+
+describe("desk in front of server-everything", () => {
+  test("registered through the operator API; a paid everything__echo call verifies offline", async () => {
+    await using tmp = tempDir();
+    const desk = Bun.spawn([BINARY, "desk", "--listen", "127.0.0.1:0", "--data", join(tmp.path, "d")], {
+      env: testEnv({ ASK_ONLY_DESK_ADMIN_TOKEN: TOKEN }),
+      stdout: "ignore",
+      stderr: "pipe",
+    });
+    try {
+      const url = (await waitForLine(desk.stderr as ReadableStream<Uint8Array>, /desk listening on (http:\/\/[0-9.:]+)/))[1]!;
+      const admin = (method: string, path: string, body?: unknown) =>
+        fetch(`${url}${path}`, {
+          method,
+          headers: { authorization: `Bearer ${TOKEN}`, ...(body === undefined ? {} : { "content-type": "application/json" }) },
+          ...(body === undefined ? {} : { body: JSON.stringify(body) }),
+        });
+      const reg = await admin("POST", "/admin/upstreams", { name: "everything", url: everythingUrl });
+      expect(reg.status).toBe(201);
+      const tools = ((await reg.json()) as { tools: string[] }).tools;
+      expect(tools).toEqual(expect.arrayContaining(["everything__echo", "everything__get-sum"]));
+      const listed = (await (await admin("GET", "/admin/tools")).json()) as { name: string; input_schema: { properties?: Record<string, unknown> } }[];
+      expect(listed.find((t) => t.name === "everything__echo")!.input_schema.properties).toHaveProperty("message");
+
+      expect((await admin("PUT", "/admin/tools/everything__echo", { price_mc: 1500, upstream_cost_mc: 200 })).status).toBe(200);
+      const org = (await (await admin("POST", "/admin/orgs", { name: "demo" })).json()) as { org_id: string };
+      const key = (await (await admin("POST", "/admin/keys", { org_id: org.org_id, budget_mc: 10_000, reset: "daily", allow: ["everything__echo"] })).json()) as {
+        secret: string;
+      };
+      const call = (args: unknown) =>
+        fetch(`${url}/v1/tools/everything__echo`, {
+          method: "POST",
+          headers: { authorization: `Bearer ${key.secret}`, "content-type": "application/json" },
+          body: JSON.stringify(args),
+        });
+
+      // The real schema refuses a missing message before anything is charged.
+      const invalid = await call({});
+      expect(invalid.status).toBe(400);
+      expect(await invalid.json()).toEqual({ error: "ARGS_INVALID", problems: [{ path: "/message", rule: "required" }] });
+
+      const args = { message: "paid hello" };
+      const r = await call(args);
+      expect(r.status).toBe(200);
+      expect(r.headers.get("x-clearing-outcome")).toBe("charged");
+      expect(r.headers.get("x-clearing-remaining-mc")).toBe("8500");
+      const saved = await r.text();
+      expect(JSON.parse(saved).result.content[0].text).toContain("paid hello");
+
+      const jwks = await (await fetch(`${url}/.well-known/receipt-signing-key.json`)).text();
+      writeFileSync(join(tmp.path, "response.json"), saved);
+      writeFileSync(join(tmp.path, "jwks.json"), jwks);
+      writeFileSync(join(tmp.path, "args.json"), JSON.stringify(args));
+      const verified = await runBinary(["verify-receipt", join(tmp.path, "response.json"), "--keys", join(tmp.path, "jwks.json"), "--args", join(tmp.path, "args.json")]);
+      expect(verified.stderr).toBe("");
+      expect(verified.code).toBe(0);
+      expect(verified.stdout).toMatch(/^ok {3}signature/m);
+      expect(verified.stdout).not.toContain("FAILED");
+    } finally {
+      desk.kill("SIGTERM");
+      expect(await desk.exited).toBe(0);
+    }
+  });
+});
