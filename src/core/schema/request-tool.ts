@@ -44,7 +44,11 @@ export const REQUEST_INPUT_SCHEMA = {
   additionalProperties: false,
 } as const;
 
-/** The tool's output as structuredContent on success (errors are `{"error": CODE}` with isError). */
+/**
+ * The tool's structuredContent: `{approval_id, state, expires_at}` (pay, account_create),
+ * `{approval_id, state, ref?}` (status), or `{error}` with isError. One flat object with every
+ * field optional, because some clients check error results against the output schema too.
+ */
 export const REQUEST_OUTPUT_SCHEMA = {
   type: "object",
   properties: {
@@ -52,8 +56,8 @@ export const REQUEST_OUTPUT_SCHEMA = {
     state: { type: "string", enum: ["pending", "approved", "denied", "expired"] },
     expires_at: { type: "string", description: "pay and account_create: when the ask expires undecided (RFC 3339 UTC)" },
     ref: { type: "string", description: "status of an approved ask: the approver's reference" },
+    error: { type: "string", description: "on failure (isError): the error code, e.g. PENDING_LIMIT" },
   },
-  required: ["approval_id", "state"],
   additionalProperties: false,
 } as const;
 
