@@ -99,18 +99,25 @@ export const DESK_USAGE = `Usage: ask-only desk [options]
 
 A spend gate between agents and paid tools: per-agent keys with hard budgets, tool
 allowlists, an atomic reservation per call, refunds on upstream failure and signed receipts.
+On first start it creates DIR/desk.db, the receipt-signing key and the sealing key (mode 0600)
+and prints the signing key's kid. "desk check" verifies the ledger and every receipt chain.
 
 Options:
   --listen HOST:PORT        where to listen (default 127.0.0.1:8787)
   --data DIR                data directory (default ./desk-data)
-  --admin-token-file PATH   the operator's bearer token (else ASK_ONLY_DESK_ADMIN_TOKEN)
+  --admin-token-file PATH   the operator's bearer token (else ASK_ONLY_DESK_ADMIN_TOKEN;
+                            with neither, the first start generates one and prints it once)
   --tls-cert PATH           serve HTTPS with this certificate
   --tls-key PATH            and this key
   --upstream-timeout SECS   how long an upstream call may take (default 30)
   -h, --help                print this help
 
+Environment:
+  ASK_ONLY_DESK_ADMIN_TOKEN the admin token, at least 32 characters
+
 Examples:
   ask-only desk --data ./desk-data
+  ASK_ONLY_DESK_ADMIN_TOKEN="$(cat admin.token)" ask-only desk --listen 127.0.0.1:8787
   ask-only desk check --data ./desk-data
 `;
 

@@ -1,0 +1,169 @@
+// Desk benchmark, one run on this machine: the compiled desk (its own process) in front of the
+// fixture upstream (its own process), against direct calls to the same upstream made with the
+// same MCP client the desk uses.
+//   1. added latency of a full clearing over a direct call: p50 / p99, sequential, reused connections
+//   2. throughput at 64 concurrent clients over 100 keys, and the ratio to direct throughput
+//   3. refusals per second (400 / 402 / 403 / 404 mixed; each key stays under its 20-an-hour limit)
+//   4. the desk's RSS after the load (VmRSS and peak VmHWM)
+// Usage: bun build.ts && bun scripts/bench/desk.ts [--calls N]   (sequential calls per side, default 2000)
+import { readFileSync } from "node:fs";
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join, resolve } from "node:path";
+import { UpstreamClient } from "../../src/commands/desk/upstream.ts";
+
+const root = resolve(import.meta.dir, "../..");
+const SEQUENTIAL = Number(process.argv[process.argv.indexOf("--calls") + 1]) || 2000;
+const CONCURRENCY = 64;
+const THROUGHPUT_MS = 4000;
+const TOKEN = "bench-admin-token-0123456789abcdefghijklmnopqrstuvwxyz";
+
+async function firstLine(stream: ReadableStream<Uint8Array>, re: RegExp): Promise<string> {
+  const reader = stream.getReader();
+  const decoder = new TextDecoder();
+  let text = "";
+  for (;;) {
+    const { value, done } = await reader.read();
+    if (done) throw new Error(`no ${re} in: ${text}`);
+    text += decoder.decode(value, { stream: true });
+    const m = re.exec(text);
+    if (m) {
+      reader.releaseLock();
+      stream.pipeTo(new WritableStream()).catch(() => {});
+      return m[1]!;
+    }
+  }
+}
+
+const percentile = (sorted: number[], p: number) => sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))]!;
+const fmt = (ms: number) => `${ms.toFixed(3)} ms`;
+
+const upstream = Bun.spawn([process.execPath, join(root, "test/fixtures/upstream-server.ts")], { stdout: "pipe", stderr: "inherit" });
+const upstreamUrl = await firstLine(upstream.stdout as ReadableStream<Uint8Array>, /(http:\/\/\S+)\n/);
+const data = mkdtempSync(join(tmpdir(), "desk-bench-"));
+const desk = Bun.spawn([join(root, "dist/ask-only"), "desk", "--listen", "127.0.0.1:0", "--data", join(data, "d")], {
+  env: { PATH: process.env.PATH ?? "/usr/bin:/bin", ASK_ONLY_DESK_ADMIN_TOKEN: TOKEN, NO_COLOR: "1", TZ: "Etc/UTC" },
+  stdout: "ignore",
+  stderr: "pipe",
+});
+const deskUrl = await firstLine(desk.stderr as ReadableStream<Uint8Array>, /desk listening on (http:\/\/\S+)\n/);
+
+try {
+  const admin = async (method: string, path: string, body?: unknown) => {
+    const r = await fetch(`${deskUrl}${path}`, {
+      method,
+      headers: { authorization: `Bearer ${TOKEN}`, "content-type": "application/json" },
+      ...(body === undefined ? {} : { body: JSON.stringify(body) }),
+    });
+    if (r.status >= 300) throw new Error(`${method} ${path}: ${r.status} ${await r.text()}`);
+    return r.json() as Promise<Record<string, unknown>>;
+  };
+  await admin("POST", "/admin/upstreams", { name: "fx", url: upstreamUrl });
+  await admin("PUT", "/admin/tools/fx__echo", { price_mc: 1, upstream_cost_mc: 0 });
+  const org = (await admin("POST", "/admin/orgs", { name: "bench" })).org_id as string;
+  const newKey = async (budget: number) => (await admin("POST", "/admin/keys", { org_id: org, budget_mc: budget, reset: "none", allow: ["fx__echo"] })).secret as string;
+  const keys: string[] = [];
+  for (let i = 0; i < 100; i++) keys.push(await newKey(1_000_000_000));
+
+  const args = { text: "a typical short argument for a paid tool" };
+  const body = JSON.stringify(args);
+  const viaDesk = async (secret: string, tool = "fx__echo", payload = body) => {
+    const r = await fetch(`${deskUrl}/v1/tools/${tool}`, {
+      method: "POST",
+      headers: { authorization: `Bearer ${secret}`, "content-type": "application/json" },
+      body: payload,
+    });
+    await r.arrayBuffer();
+    return r.status;
+  };
+  const direct = new UpstreamClient("fx", new URL(upstreamUrl), {}, 30_000);
+  const viaDirect = async () => {
+    const o = await direct.call("echo", args);
+    if (o.kind !== "ok") throw new Error(`direct call: ${o.kind}`);
+  };
+
+  // Warm both paths (JIT, sessions, connections).
+  for (let i = 0; i < 300; i++) {
+    await viaDirect();
+    await viaDesk(keys[0]!);
+  }
+
+  // 1. Sequential latency, interleaved so both sides see the same machine state.
+  const dLat: number[] = [];
+  const kLat: number[] = [];
+  for (let i = 0; i < SEQUENTIAL; i++) {
+    let t = performance.now();
+    await viaDirect();
+    dLat.push(performance.now() - t);
+    t = performance.now();
+    const status = await viaDesk(keys[i % 100]!);
+    kLat.push(performance.now() - t);
+    if (status !== 200) throw new Error(`desk call: ${status}`);
+  }
+  dLat.sort((a, b) => a - b);
+  kLat.sort((a, b) => a - b);
+
+  // 2. Throughput at 64 concurrent clients.
+  const throughput = async (one: (i: number) => Promise<unknown>) => {
+    let n = 0;
+    const end = performance.now() + THROUGHPUT_MS;
+    const start = performance.now();
+    await Promise.all(
+      Array.from({ length: CONCURRENCY }, async (_, w) => {
+        while (performance.now() < end) {
+          await one(w + n);
+          n++;
+        }
+      }),
+    );
+    return n / ((performance.now() - start) / 1000);
+  };
+  const directRate = await throughput(() => viaDirect());
+  const deskRate = await throughput((i) => viaDesk(keys[i % 100]!));
+
+  // 3. Refusals: 1000 keys with no budget, 20 refusals each (the hourly failure limit).
+  const broke: string[] = [];
+  for (let i = 0; i < 1000; i++) broke.push(await newKey(0));
+  const kinds = [
+    () => ["fx__echo", body], // 402
+    () => ["fx__add", JSON.stringify({ a: 1, b: 2 })], // 403 (not on the allowlist)
+    () => ["fx__nope", "{}"], // 404
+    () => ["fx__echo", JSON.stringify({ text: 1 })], // 400
+  ] as const;
+  let refusals = 0;
+  const seen: Record<number, number> = {};
+  const rStart = performance.now();
+  let cursor = 0;
+  await Promise.all(
+    Array.from({ length: CONCURRENCY }, async () => {
+      while (cursor < broke.length * 20) {
+        const i = cursor++;
+        const [tool, payload] = kinds[i % 4]!();
+        const status = await viaDesk(broke[Math.floor(i / 20)]!, tool, payload);
+        seen[status] = (seen[status] ?? 0) + 1;
+        refusals++;
+      }
+    }),
+  );
+  const refusalRate = refusals / ((performance.now() - rStart) / 1000);
+
+  // 4. Desk memory after the load.
+  const status = readFileSync(`/proc/${desk.pid}/status`, "utf8");
+  const kb = (field: string) => Number(new RegExp(`${field}:\\s+(\\d+) kB`).exec(status)?.[1] ?? Number.NaN);
+
+  const p50 = percentile(kLat, 50) - percentile(dLat, 50);
+  const p99 = percentile(kLat, 99) - percentile(dLat, 99);
+  console.log(`desk benchmark (${SEQUENTIAL} sequential calls per side, ${CONCURRENCY} concurrent for ${THROUGHPUT_MS} ms)`);
+  console.log(`  direct latency    p50 ${fmt(percentile(dLat, 50))}  p99 ${fmt(percentile(dLat, 99))}`);
+  console.log(`  desk latency      p50 ${fmt(percentile(kLat, 50))}  p99 ${fmt(percentile(kLat, 99))}`);
+  console.log(`  added by the desk p50 ${fmt(p50)}  p99 ${fmt(p99)}   (target p50 <= 1 ms, p99 <= 3 ms)`);
+  console.log(`  throughput        direct ${directRate.toFixed(0)}/s  desk ${deskRate.toFixed(0)}/s  ratio ${(deskRate / directRate).toFixed(2)}   (target >= 0.60 and >= 3000/s)`);
+  console.log(`  refusals          ${refusalRate.toFixed(0)}/s over ${refusals} calls ${JSON.stringify(seen)}   (target >= 10000/s)`);
+  console.log(`  desk RSS          ${(kb("VmRSS") / 1024).toFixed(1)} MB now, ${(kb("VmHWM") / 1024).toFixed(1)} MB peak   (target <= 150 MB)`);
+  await direct.close();
+} finally {
+  desk.kill("SIGTERM");
+  upstream.kill();
+  await Promise.all([desk.exited, upstream.exited]);
+  rmSync(data, { recursive: true, force: true });
+}
