@@ -34,6 +34,7 @@ export {
   describeCheck,
   type OpenedEnvelope,
   openEnvelope,
+  openEnvelopeAsync,
   printable,
   ReceiptKeys,
   verifyChain,

@@ -122,23 +122,55 @@ function differingFields(readable: Record<string, unknown>, signed: Receipt): st
  * the payload, field by field). A malformed envelope gives one failed `envelope` check.
  */
 export function openEnvelope(envelope: unknown, keys: ReceiptKeys | Jwks): OpenedEnvelope {
-  const keySet = keysOf(keys);
-  if (!isRecord(envelope)) return broken("not a receipt envelope (expected an object)");
+  const step = prepare(envelope, keysOf(keys));
+  if ("opened" in step) return step.opened;
+  return conclude(step, step.key !== undefined && step.sig !== null && verify(null, step.read.bytes, step.key, step.sig));
+}
+
+/**
+ * openEnvelope with the Ed25519 check on the runtime's crypto thread pool, so a long export
+ * verifies on every core: keep many in flight (the CLI keeps a window of them).
+ */
+export function openEnvelopeAsync(envelope: unknown, keys: ReceiptKeys | Jwks): Promise<OpenedEnvelope> {
+  const step = prepare(envelope, keysOf(keys));
+  if ("opened" in step) return Promise.resolve(step.opened);
+  const { key, sig } = step;
+  if (key === undefined || sig === null) return Promise.resolve(conclude(step, false));
+  return new Promise((resolve, reject) => {
+    verify(null, step.read.bytes, key, sig, (err, valid) => {
+      if (err) reject(err);
+      else resolve(conclude(step, valid));
+    });
+  });
+}
+
+type Prepared = {
+  kid: string;
+  receipt: unknown;
+  read: ReadPayload;
+  key: KeyObject | undefined;
+  /** The 64 signature bytes, or null when the text is not one. */
+  sig: Buffer | null;
+};
+
+function prepare(envelope: unknown, keySet: ReceiptKeys): Prepared | { opened: OpenedEnvelope } {
+  if (!isRecord(envelope)) return { opened: broken("not a receipt envelope (expected an object)") };
   const { payload, signature, kid, receipt } = envelope;
   if (typeof payload !== "string" || typeof signature !== "string" || typeof kid !== "string") {
-    return broken("not a receipt envelope (payload, signature and kid must be strings)");
+    return { opened: broken("not a receipt envelope (payload, signature and kid must be strings)") };
   }
   const read = readPayload(payload, receipt);
-  if (read === null) return broken("payload is not base64url");
-  const { bytes, signed, problem } = read;
+  if (read === null) return { opened: broken("payload is not base64url") };
   const sig = decodeBase64url(signature);
-  const checks: Check[] = [];
+  return { kid, receipt, read, key: keySet.get(kid), sig: sig !== null && sig.length === 64 ? sig : null };
+}
 
-  const key = keySet.get(kid);
+function conclude({ kid, receipt, read, key }: Prepared, signatureValid: boolean): OpenedEnvelope {
+  const { bytes, signed, problem } = read;
+  const checks: Check[] = [];
   if (!key) checks.push({ name: "signature", ok: false, detail: `unknown kid ${printable(kid)} (not in the key set)` });
-  else if (sig === null || sig.length !== 64 || !verify(null, bytes, key, sig)) {
-    checks.push({ name: "signature", ok: false, detail: `does not verify under kid ${printable(kid)}` });
-  } else if (signed === null) checks.push({ name: "signature", ok: false, detail: problem ?? "the signed payload is unreadable" });
+  else if (!signatureValid) checks.push({ name: "signature", ok: false, detail: `does not verify under kid ${printable(kid)}` });
+  else if (signed === null) checks.push({ name: "signature", ok: false, detail: problem ?? "the signed payload is unreadable" });
   else if (signed.kid !== kid) checks.push({ name: "signature", ok: false, detail: "the signed kid differs from the envelope kid" });
   else checks.push({ name: "signature", ok: true, detail: `kid ${kid}` });
 
