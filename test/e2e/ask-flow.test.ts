@@ -117,7 +117,7 @@ describe("the console", () => {
     await recapOf(ap, id, at);
 
     at = ap.type("approve not-an-id");
-    await ap.out.waitFor(/^not an ask id: ids are 10 characters of 0-9 and A-Z$/m, at);
+    await ap.out.waitFor(/^not an ask id: /m, at);
     at = ap.type("approve K7Q2M4XZ3A");
     await ap.out.waitFor(/^K7Q2M4XZ3A: no such ask$/m, at);
     at = ap.type(`deny ${id}`);

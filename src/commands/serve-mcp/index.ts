@@ -5,9 +5,27 @@ import { StdioServerTransport } from "@modelcontextprotocol/sdk/server/stdio.js"
 import { CallToolRequestSchema, ListToolsRequestSchema } from "@modelcontextprotocol/sdk/types.js";
 import { failure, info, type Streams } from "../../cli/voice.ts";
 import { loadTlsFiles, TlsLoadError } from "../../core/tls/load.ts";
-import { ApproverClient } from "./approver-client.ts";
+import type { ApproverLink } from "./approver-client.ts";
 import { resolveServeMcpConfig } from "./config.ts";
-import { callRequestTool, failureResult, TOOL_DEFINITION, TOOL_NAME } from "./tool.ts";
+import { failureResult, type ToolResult, TOOL_DEFINITION, TOOL_NAME } from "./definition.ts";
+
+type CallTool = (args: unknown) => Promise<ToolResult>;
+
+/**
+ * The field rules and the approver client load on first use, not at start: initialize and
+ * tools/list are answered without them (the rules' schema library is most of start-up time).
+ */
+function lazyCallTool(link: ApproverLink): () => Promise<CallTool> {
+  let loading: Promise<CallTool> | undefined;
+  return () => {
+    loading ??= (async () => {
+      const [{ callRequestTool }, { ApproverClient }] = await Promise.all([import("./tool.ts"), import("./approver-client.ts")]);
+      const approver = new ApproverClient(link);
+      return (args: unknown) => callRequestTool(args, approver);
+    })();
+    return loading;
+  };
+}
 
 const INSTRUCTIONS =
   'One tool, "request": ask a person to pay or to create an account, and read the state of the ask. A person decides; "pending" and "denied" are normal answers.';
@@ -21,7 +39,7 @@ export async function runServeMcp(options: { version: string; streams: Streams }
     if (err instanceof TlsLoadError) throw failure(err.message, err.hint);
     throw err;
   }
-  const approver = new ApproverClient({
+  const loadCallTool = lazyCallTool({
     baseUrl: config.url,
     tls: { cert: tls.cert, key: tls.key, ca: tls.ca },
     timeoutMs: config.timeoutMs,
@@ -33,10 +51,17 @@ export async function runServeMcp(options: { version: string; streams: Streams }
     { name: "ask-only", title: "ask-only", version: options.version },
     { capabilities: { tools: {} }, instructions: INSTRUCTIONS },
   );
-  server.setRequestHandler(ListToolsRequestSchema, () => ({ tools: [TOOL_DEFINITION] }));
+  server.setRequestHandler(ListToolsRequestSchema, () => {
+    // A client that lists tools will call one soon: load the rules once this answer is out.
+    setTimeout(() => void loadCallTool(), 0);
+    return { tools: [TOOL_DEFINITION] };
+  });
+  const inFlight = new Set<Promise<unknown>>();
   server.setRequestHandler(CallToolRequestSchema, async (request) => {
     if (request.params.name !== TOOL_NAME) return failureResult("TOOL_UNKNOWN");
-    const result = await callRequestTool(request.params.arguments ?? {}, approver);
+    const call = (async () => (await loadCallTool())(request.params.arguments ?? {}))();
+    inFlight.add(call);
+    const result = await call.finally(() => inFlight.delete(call));
     const code = result.isError ? result.structuredContent.error : undefined;
     if (typeof code === "string" && code.startsWith("APPROVER_")) info(options.streams, `serve-mcp: approver exchange failed: ${code}`);
     return result;
@@ -48,8 +73,11 @@ export async function runServeMcp(options: { version: string; streams: Streams }
   await server.connect(transport);
   info(options.streams, `serve-mcp ready on stdio; approver ${config.url.origin}`);
 
-  // The client went away (stdin closed) or asked us to stop: close and leave.
-  const close = () => void server.close().catch(() => onClosed());
+  // The client closed stdin or we were asked to stop: answer the calls already made, then leave.
+  const close = () =>
+    void Promise.allSettled([...inFlight])
+      .then(() => server.close())
+      .catch(() => onClosed());
   process.stdin.once("end", close);
   process.once("SIGTERM", close);
   process.once("SIGINT", close);

@@ -4,7 +4,6 @@
 // this. The per-verb rules (which fields, which are required) are enforced by the parse below;
 // the field values by the shared ask rules (core/schema/ask.ts).
 import type { ErrorCode } from "../errors.ts";
-import { holdsCardNumber } from "./ask.ts";
 
 export const VERBS = ["pay", "account_create", "status"] as const;
 export type Verb = (typeof VERBS)[number];
@@ -72,15 +71,16 @@ const isPlainObject = (value: unknown): value is Record<string, unknown> =>
   typeof value === "object" && value !== null && !Array.isArray(value) && Object.getPrototypeOf(value) === Object.prototype;
 
 /**
- * Splits the tool arguments into the fields of one verb. Refuses a card number anywhere, unknown fields, fields of
- * another verb (an agent may never choose its own approval_id for pay or account_create), and
- * missing required ones. Values are checked afterwards by the ask rules.
+ * Splits the tool arguments into the fields of one verb. Refuses, in this order: a card number
+ * anywhere (keys and values, before anything else, as the ask rules do), unknown fields, a
+ * missing or unknown verb, fields of another verb (an agent may never choose its own
+ * approval_id for pay or account_create), and missing required fields. Values are checked
+ * afterwards by the ask rules. The card-number net is passed in (core/schema/ask.ts
+ * `holdsCardNumber`) so that this module stays light: tools/list needs only the schema above.
  */
-export function parseRequestArguments(args: unknown): RequestParse {
+export function parseRequestArguments(args: unknown, options: { holdsCardNumber: (value: unknown) => boolean }): RequestParse {
   if (!isPlainObject(args)) return { ok: false, code: "BODY_INVALID" };
-  // The card-number net first, over every key and value, as the ask rules do: whatever else is
-  // wrong, a card number is answered as one (and never leaves this process).
-  if (holdsCardNumber(args)) return { ok: false, code: "CARD_NUMBER_REFUSED" };
+  if (options.holdsCardNumber(args)) return { ok: false, code: "CARD_NUMBER_REFUSED" };
   const keys = Object.keys(args);
   if (keys.some((k) => k !== "verb" && !Object.hasOwn(FIELDS, k))) return { ok: false, code: "FIELD_UNKNOWN" };
   if (!Object.hasOwn(args, "verb")) return { ok: false, code: "FIELD_MISSING" };
