@@ -13,10 +13,6 @@ function withUsage(command: Command, text: string): Command {
 
 const collect = (value: string, previous: string[]) => [...previous, value];
 
-function notBuiltYet(name: string): never {
-  throw usageError(`${name} is not built yet`, "this version of ask-only does not include it");
-}
-
 export function buildProgram(): Command {
   const program = new Command("ask-only")
     .version(VERSION, "-V, --version")
