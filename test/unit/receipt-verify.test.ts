@@ -338,6 +338,14 @@ describe("MCP tools/call results", () => {
     expect(verdicts(verifyResponse(mcp({}, { ...RESULT, _meta: { trace: "t1" } }), jwks, ARGS))).toEqual(ALL_OK);
   });
 
+  test("the whole JSON-RPC response saved from the wire verifies like its result", () => {
+    const wire = { jsonrpc: "2.0", id: 7, result: mcp() };
+    expect(verdicts(verifyResponse(wire, jwks, ARGS))).toEqual(ALL_OK);
+    const tampered = structuredClone(wire) as unknown as { result: { content: { text: string }[] } };
+    tampered.result.content[0]!.text = "Lyon: 41°C, light rain";
+    expect(verdicts(verifyResponse(tampered, jwks, ARGS)).result).toBe("FAILED: result_sha256 differs");
+  });
+
   test("one character of the MCP answer, or of another _meta entry, fails the result check", () => {
     type Loose = { content: { text: string }[]; _meta: Record<string, unknown>; isError?: boolean };
     const a = mcp() as unknown as Loose;

@@ -248,6 +248,8 @@ type Located =
 
 function locate(body: unknown): Located | null {
   if (!isRecord(body)) return null;
+  // A whole JSON-RPC response saved from the wire: its `result` is the tools/call result.
+  if (body.jsonrpc === "2.0" && isRecord(body.result) && isRecord(body.result._meta)) return locate(body.result);
   if (typeof body.payload === "string" && typeof body.signature === "string") return { kind: "envelope", envelope: body };
   const meta = body._meta;
   if (isRecord(meta) && Object.hasOwn(meta, MCP_RECEIPT_META_KEY)) {
@@ -306,8 +308,8 @@ function paramsCheck(args: unknown, signed: Receipt): Check {
 
 /**
  * Verifies a saved response: a desk REST body `{result, receipt}`, a refusal `{error, receipt}`,
- * an MCP tools/call result with the envelope at `_meta["io.ask-only/receipt"]`, or a bare
- * envelope. Checks, in order: signature, readable_copy, result, params (params is skipped when
+ * an MCP tools/call result with the envelope at `_meta["io.ask-only/receipt"]` (alone, or as the
+ * `result` of the JSON-RPC response that carried it), or a bare envelope. Checks, in order: signature, readable_copy, result, params (params is skipped when
  * `args` is undefined). result and params are compared with the SIGNED payload's hashes.
  */
 export function verifyResponse(body: unknown, keys: ReceiptKeys | Jwks, args?: unknown): Check[] {
