@@ -186,6 +186,20 @@ describe("verifyResponse on a REST body", () => {
     expect(verdicts(verifyResponse(b, jwks, ARGS))).toEqual({ ...ALL_OK, result: "FAILED: result_sha256 differs" });
   });
 
+  test("a forged answer with its hash written into the readable copy still fails: hashes come from the signed payload", () => {
+    const b = body();
+    const forged = { content: [{ type: "text", text: "Lyon: 30°C, sunny" }], structuredContent: { temp_c: 30 } };
+    b.result = forged;
+    b.receipt.receipt.result_sha256 = resultSha256(forged);
+    b.receipt.receipt.params_sha256 = paramsSha256({ query: "other" });
+    expect(verdicts(verifyResponse(b, jwks, { query: "other" }))).toEqual({
+      signature: "ok",
+      readable_copy: "FAILED: differs from signed payload at params_sha256, result_sha256",
+      result: "FAILED: result_sha256 differs",
+      params: "FAILED: params_sha256 differs",
+    });
+  });
+
   test("one character of the arguments: only params fails", () => {
     expect(verdicts(verifyResponse(body(), jwks, { ...ARGS, query: "weather in LyoN" }))).toEqual({
       ...ALL_OK,
