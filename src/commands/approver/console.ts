@@ -77,6 +77,15 @@ export class ApproverConsole {
     if (this.#o.isTTY) this.#o.out(BELL);
   }
 
+  /** Asks still pending at start-up (from before a restart): their recaps, or one notice of their ids. */
+  announcePending(): void {
+    const pending = this.#o.ledger.listPending();
+    if (pending.length === 0) return;
+    if (this.narrow) this.#print(this.#holdBack(pending.map((s) => s.ask.approval_id)));
+    else for (const stored of pending) this.#print(this.#recapLines(stored));
+    if (this.#o.isTTY) this.#o.out(BELL);
+  }
+
   /** The terminal changed size: once wide enough again, show what was held back. */
   resized(): void {
     if (this.narrow || !this.#heldBack) return;

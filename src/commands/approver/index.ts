@@ -94,7 +94,7 @@ export async function runApprover(flags: ApproverFlags, streams: Streams): Promi
   if (isTTY) stdout.on("resize", onResize);
 
   // Asks still pending from before a restart are shown again.
-  for (const stored of ledger.listPending()) consoleUi.announce(stored);
+  consoleUi.announcePending();
 
   const stdinIsTTY = process.stdin.isTTY === true;
   const lines = createInterface({ input: process.stdin, terminal: false });
