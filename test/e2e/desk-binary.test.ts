@@ -58,7 +58,7 @@ async function startDesk(data: string, extraArgs: string[] = [], env: Record<str
   });
   const out = collect(proc.stdout as ReadableStream<Uint8Array>);
   const err = collect(proc.stderr as ReadableStream<Uint8Array>);
-  const m = await err.until(/desk listening on (http:\/\/127\.0\.0\.1:\d+)/);
+  const m = await err.until(/desk listening on (https?:\/\/127\.0\.0\.1:\d+)/);
   const url = m[1]!;
   return {
     url,
@@ -236,6 +236,31 @@ describe("ask-only desk (binary)", () => {
     expect(check.code).toBe(0);
     expect(check.stdout).toContain("ok: for every key and period, spent = charges + open reservations");
     expect(check.stdout).toContain("ok: 2 receipts: signatures, readable copies and 1 key chains intact");
+  });
+
+  test("--tls-cert and --tls-key serve HTTPS; a certificate that cannot be read stops the desk", async () => {
+    await using tmp = tempDir();
+    const certs = join(tmp.path, "certs");
+    expect((await runBinary(["certs", certs])).code).toBe(0);
+    const desk = await startDesk(join(tmp.path, "d"), ["--tls-cert", join(certs, "approver.pem"), "--tls-key", join(certs, "approver.key")]);
+    try {
+      expect(desk.url).toStartWith("https://");
+      const ca = readFileSync(join(certs, "approver-ca.pem"), "utf8");
+      const r = await fetch(`${desk.url}/.well-known/receipt-signing-key.json`, { tls: { ca } });
+      expect(r.status).toBe(200);
+      expect(((await r.json()) as { keys: unknown[] }).keys).toHaveLength(1);
+    } finally {
+      expect(await desk.stop()).toBe(0);
+    }
+    const missing = await runBinary(["desk", "--listen", "127.0.0.1:0", "--data", join(tmp.path, "d"), "--tls-cert", join(certs, "nope.pem"), "--tls-key", join(certs, "approver.key")], {
+      env: { ASK_ONLY_DESK_ADMIN_TOKEN: TOKEN },
+    });
+    expect(missing.code).toBe(1);
+    expect(missing.stderr).toContain("ask-only: error: cannot read ");
+    expect(missing.stderr).toContain("nope.pem: ENOENT");
+    const half = await runBinary(["desk", "--data", join(tmp.path, "d"), "--tls-cert", join(certs, "approver.pem")], { env: { ASK_ONLY_DESK_ADMIN_TOKEN: TOKEN } });
+    expect(half.code).toBe(2);
+    expect(half.stderr).toContain("--tls-cert and --tls-key go together");
   });
 
   test("desk check exits 1 and names the problem when the money does not add up", async () => {

@@ -180,7 +180,13 @@ describe("operator API", () => {
       expect(r.headers.get("x-clearing-remaining-mc")).toBe("0");
     }
     expect((await get("/v1/nothing")).status).toBe(404);
-    expect(await (await get("/v1/tools/fx__echo", k.secret)).json()).toEqual({ error: "NOT_FOUND" });
+    const wrongMethod = await get("/v1/tools/fx__echo", k.secret);
+    expect([wrongMethod.status, await wrongMethod.json(), wrongMethod.headers.get("x-clearing-outcome")]).toEqual([404, { error: "NOT_FOUND" }, "refused_request"]);
+    const badEscape = await t.handler(
+      new Request("http://desk.test/v1/tools/%E0%A4%A", { method: "POST", headers: { authorization: `Bearer ${k.secret}`, "content-type": "application/json" }, body: "{}" }),
+    );
+    expect([badEscape.status, await badEscape.json(), badEscape.headers.get("x-clearing-price-mc")]).toEqual([404, { error: "NOT_FOUND" }, "0"]);
+    expect(await (await t.admin("GET", "/admin/keys/%E0%A4%A")).json()).toEqual({ error: "NOT_FOUND" });
     expect(t.ledger.getKey(k.keyId)!.spent_mc).toBe(0);
   });
 

@@ -6,7 +6,7 @@ import { newId, newKeySecret } from "../../core/desk/secrets.ts";
 import { DeskLedgerError, type KeyRow } from "../../core/ledger/desk.ts";
 import type { ErrorCode } from "../../core/errors.ts";
 import { type Desk, DeskError } from "./desk.ts";
-import { HttpFailure, readJson } from "./http.ts";
+import { HttpFailure, pathSegment, readJson } from "./http.ts";
 
 export const UPSTREAM_NAME = /^[a-z][a-z0-9-]{0,31}$/;
 /** The largest budget or price: stays an exact integer through JSON and SQLite. */
@@ -21,7 +21,7 @@ export type AdminRouter = (req: Request, url: URL) => Promise<Response>;
 /** Routes `/admin/...` by method and path shape (segments after /admin/, `:` for an id). */
 export function adminRoutes(desk: Desk): AdminRouter {
   return async (req, url) => {
-    const parts = url.pathname.split("/").slice(2).map(decodeURIComponent);
+    const parts = url.pathname.split("/").slice(2).map(pathSegment);
     const route = `${req.method} ${parts.map((p, i) => (i === 0 ? p : ":")).join("/")}`;
     switch (route) {
       case "POST orgs":

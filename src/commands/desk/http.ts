@@ -39,8 +39,8 @@ export function createHandler(desk: Desk, options: HandlerOptions): Handler {
     const path = url.pathname;
     try {
       if (path.startsWith("/v1/tools/") && path.length > "/v1/tools/".length) {
-        if (req.method !== "POST") return errorResponse("NOT_FOUND");
-        return await toolCall(desk, req, decodeURIComponent(path.slice("/v1/tools/".length)));
+        if (req.method !== "POST") throw new HttpFailure("NOT_FOUND");
+        return await toolCall(desk, req, pathSegment(path.slice("/v1/tools/".length)), options);
       }
       if (req.method === "GET" && path === "/.well-known/receipt-signing-key.json") {
         return Response.json(desk.jwks(), { headers: { "cache-control": "max-age=60" } });
@@ -48,7 +48,7 @@ export function createHandler(desk: Desk, options: HandlerOptions): Handler {
       if (req.method === "GET" && path === "/v1/tools") return agentTools(desk, req);
       if (req.method === "GET" && path === "/v1/key") return agentKey(desk, req);
       if (req.method === "GET" && path.startsWith("/v1/receipts/")) {
-        return receiptById(desk, req, decodeURIComponent(path.slice("/v1/receipts/".length)), isAdmin(req));
+        return receiptById(desk, req, pathSegment(path.slice("/v1/receipts/".length)), isAdmin(req));
       }
       if (path === "/admin" || path.startsWith("/admin/")) {
         if (!isAdmin(req)) return errorResponse("ADMIN_TOKEN_INVALID");
@@ -56,15 +56,27 @@ export function createHandler(desk: Desk, options: HandlerOptions): Handler {
       }
       return errorResponse("NOT_FOUND");
     } catch (err) {
-      if (err instanceof HttpFailure) return errorResponse(err.code);
-      options.onInternal?.(err);
-      return errorResponse("INTERNAL");
+      const internal = !(err instanceof HttpFailure);
+      if (internal) options.onInternal?.(err);
+      const code: ErrorCode = internal ? "INTERNAL" : err.code;
+      const tools = path.startsWith("/v1/tools/");
+      const outcome = internal ? "internal_error" : "refused_request";
+      return errorResponse(code, tools ? clearingHeaders({ status: ERRORS[code].http, outcome, error: code, priceMc: 0, remainingMc: null }) : undefined);
     }
   };
 }
 
 
 const httpStatusOf = (code: ErrorCode) => ERRORS[code].http;
+
+/** A path segment decoded; a malformed escape is thrown as NOT_FOUND (never a 500). */
+export function pathSegment(raw: string): string {
+  try {
+    return decodeURIComponent(raw);
+  } catch {
+    throw new HttpFailure("NOT_FOUND");
+  }
+}
 
 function bearer(req: Request): string | null {
   const value = req.headers.get("authorization");
@@ -106,7 +118,7 @@ function clearingHeaders(o: ClearingOutcome): Record<string, string> {
   return headers;
 }
 
-async function toolCall(desk: Desk, req: Request, tool: string): Promise<Response> {
+async function toolCall(desk: Desk, req: Request, tool: string, options: HandlerOptions): Promise<Response> {
   let args: unknown;
   try {
     args = await readJson(req);
@@ -115,7 +127,15 @@ async function toolCall(desk: Desk, req: Request, tool: string): Promise<Respons
     const refused: ClearingOutcome = { status: httpStatusOf(err.code), outcome: "refused_request", error: err.code, priceMc: 0, remainingMc: null };
     return Response.json({ error: err.code }, { status: refused.status, headers: clearingHeaders(refused) });
   }
-  const o = await clear(desk, bearer(req), tool, args);
+  let o: ClearingOutcome;
+  try {
+    o = await clear(desk, bearer(req), tool, args);
+  } catch (err) {
+    // A fault of the desk (the ledger unavailable, say): a reservation it left open is refunded
+    // by the sweep; the agent still gets the clearing headers.
+    options.onInternal?.(err);
+    o = { status: 500, outcome: "internal_error", error: "INTERNAL", priceMc: 0, remainingMc: null };
+  }
   const headers = clearingHeaders(o);
   if (o.status === 200) return Response.json({ result: o.result, receipt: o.receipt }, { headers });
   const body: { error: ErrorCode; problems?: unknown; receipt?: Envelope } = { error: o.error! };
