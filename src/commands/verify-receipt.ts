@@ -36,8 +36,8 @@ export async function runVerifyReceipt(options: VerifyReceiptOptions): Promise<v
   const keys = loadKeys(options.keys);
   if (options.jsonl !== undefined) return verifyJsonl(options.jsonl, keys, options.streams);
 
-  const body = readJson(options.response!, "a saved desk response");
-  const args = options.args === undefined ? undefined : readJson(options.args, "the call's arguments");
+  const body = readJson(options.response!, "a desk response body, an MCP tools/call result or an envelope");
+  const args = options.args === undefined ? undefined : readJson(options.args, "the arguments object of the call");
   const checks = verifyResponse(body, keys, args);
   options.streams.out(`${checks.map(describeCheck).join("\n")}\n`);
   const failed = checks.filter((c) => !c.ok).length;
@@ -62,7 +62,7 @@ function readJson(path: string, what: string): unknown {
   try {
     return JSON.parse(text);
   } catch {
-    throw failure(`${printable(path)} is not JSON`, `it should hold ${what}, as saved`);
+    throw failure(`${printable(path)} is not JSON`, `it should hold ${what}`);
   }
 }
 

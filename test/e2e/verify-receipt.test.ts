@@ -223,7 +223,7 @@ describe("verify-receipt usage and file errors", () => {
     expect(await runBinary(["verify-receipt", broken, "--keys", keys])).toEqual({
       code: 1,
       stdout: "",
-      stderr: `ask-only: error: ${broken} is not JSON\nask-only: hint: it should hold a saved desk response, as saved\n`,
+      stderr: `ask-only: error: ${broken} is not JSON\nask-only: hint: it should hold a desk response body, an MCP tools/call result or an envelope\n`,
     });
     const privateSet = write(dir.path, "private.json", jsonText({ keys: [{ ...signer.publicJwk(), d: "secret" }] }));
     expect(await runBinary(["verify-receipt", resp, "--keys", privateSet])).toEqual({
