@@ -86,9 +86,16 @@ export class ApproverConsole {
     if (this.#o.isTTY) this.#o.out(BELL);
   }
 
-  /** The terminal changed size: once wide enough again, show what was held back. */
+  /** The terminal changed size: narrowed, the ids; wide enough again, what was held back. */
   resized(): void {
-    if (this.narrow || !this.#heldBack) return;
+    if (this.narrow) {
+      // Narrowed: recaps already on screen are now re-wrapped by the terminal; say so once.
+      if (this.#heldBack) return;
+      const pending = this.#o.ledger.listPending();
+      if (pending.length > 0) this.#print(this.#holdBack(pending.map((s) => s.ask.approval_id)));
+      return;
+    }
+    if (!this.#heldBack) return;
     this.#heldBack = false;
     for (const stored of this.#o.ledger.listPending()) this.#print(this.#recapLines(stored));
   }
