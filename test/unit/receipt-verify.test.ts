@@ -24,6 +24,7 @@ import {
   verifyChain,
   verifyEnvelope,
   verifyResponse,
+  withReceipt,
 } from "../../src/core/receipt/index.ts";
 
 const signer = loadSigner(generateSigningKey().privatePem);
@@ -345,6 +346,16 @@ describe("MCP tools/call results", () => {
     expect(resultForHashing(RESULT)).toBe(RESULT);
     expect(resultForHashing([1])).toEqual([1]);
     expect(resultSha256(withOnly)).toBe(hashJson(RESULT));
+  });
+
+  test("withReceipt attaches the envelope, replacing an upstream's own entry of that name", () => {
+    const upstream = { ...RESULT, _meta: { trace: "t1", [MCP_RECEIPT_META_KEY]: { forged: true } } };
+    const env = signer.sign(fields({ result_sha256: resultSha256(upstream) }));
+    const sent = withReceipt(upstream, env);
+    expect(sent._meta).toEqual({ trace: "t1", [MCP_RECEIPT_META_KEY]: env });
+    expect(upstream._meta[MCP_RECEIPT_META_KEY]).toEqual({ forged: true }); // input untouched
+    expect(verdicts(verifyResponse(JSON.parse(JSON.stringify(sent)), jwks, ARGS))).toEqual(ALL_OK);
+    expect(withReceipt(RESULT, env)._meta).toEqual({ [MCP_RECEIPT_META_KEY]: env });
   });
 
   test("a saved MCP result passes, with or without other _meta entries", () => {

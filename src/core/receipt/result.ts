@@ -30,3 +30,15 @@ export function resultSha256(result: unknown): string {
 export function paramsSha256(args: unknown): string {
   return hashJson(args);
 }
+
+/**
+ * The MCP tools/call result as sent: `result` with the envelope at
+ * `_meta["io.ask-only/receipt"]`, replacing any entry of that name the upstream put there (so an
+ * upstream cannot slip its own "receipt" to the agent). Other `_meta` entries are kept. Hash
+ * first with resultSha256(result): it ignores that entry, so the hash still matches.
+ */
+export function withReceipt<T extends object>(result: T, envelope: unknown): Omit<T, "_meta"> & { _meta: Record<string, unknown> } {
+  const meta = (result as { _meta?: unknown })._meta;
+  const kept = typeof meta === "object" && meta !== null && !Array.isArray(meta) ? (meta as Record<string, unknown>) : {};
+  return { ...result, _meta: { ...kept, [MCP_RECEIPT_META_KEY]: envelope } };
+}
