@@ -38,7 +38,7 @@ async function untilPast(iso: string): Promise<void> {
 }
 
 async function recapOf(ap: ApproverProcess, id: string, from = 0): Promise<string> {
-  const m = await ap.out.waitFor(new RegExp(`\\[ask ${id}\\][^]*?approve ${id}   or   deny ${id}\\n`), from);
+  const m = await ap.out.waitFor(new RegExp(`\\[ask ${id}\\][\\s\\S]*?approve ${id}   or   deny ${id}\\n`), from);
   return m[0];
 }
 

@@ -73,7 +73,7 @@ describe("narrow terminal", () => {
     await tty.pane.waitFor(/widen it to decide\./, narrowed);
     for (const command of [`show ${second}`, "list"]) {
       const from = tty.type(command);
-      const shown = await tty.pane.waitFor(/asks waiting: 1[^]*?widen it to decide\./, from);
+      const shown = await tty.pane.waitFor(/asks waiting: 1[\s\S]*?widen it to decide\./, from);
       expect(shown[0]).toContain(`  ${second}`);
       expect(shown[0]).not.toContain("ACCOUNT");
     }
