@@ -263,6 +263,41 @@ describe("ask-only desk (binary)", () => {
     expect(half.stderr).toContain("--tls-cert and --tls-key go together");
   });
 
+  test("a sealed upstream credential never shows in the binary's output, its answers or its files", async () => {
+    const SECRET = "sk-e2e-CREDENTIAL-0a1b2c3d4e5f6a7b";
+    await using paid = startUpstreamFixture({ requireHeader: { name: "authorization", value: `Bearer ${SECRET}` } });
+    await using tmp = tempDir();
+    const data = join(tmp.path, "d");
+    const desk = await startDesk(data);
+    const seen: string[] = [];
+    const keep = async (r: Response) => {
+      seen.push(await r.text(), JSON.stringify(Object.fromEntries(r.headers as unknown as Iterable<[string, string]>)));
+      return r.status;
+    };
+    try {
+      expect(await keep(await desk.admin("POST", "/admin/upstreams", { name: "paid", url: paid.url, headers: { authorization: `Bearer ${SECRET}` } }))).toBe(201);
+      await keep(await desk.admin("PUT", "/admin/tools/paid__echo", { price_mc: 1, upstream_cost_mc: 0 }));
+      const org = (await (await desk.admin("POST", "/admin/orgs", { name: "o" })).json()) as { org_id: string };
+      const key = (await (await desk.admin("POST", "/admin/keys", { org_id: org.org_id, budget_mc: 10, reset: "none", allow: ["paid__echo", "paid__fail_5xx"] })).json()) as { secret: string };
+      for (const tool of ["paid__echo", "paid__fail_5xx"]) {
+        const r = await fetch(`${desk.url}/v1/tools/${tool}`, {
+          method: "POST",
+          headers: { authorization: `Bearer ${key.secret}`, "content-type": "application/json" },
+          body: tool === "paid__echo" ? '{"text":"hi"}' : "{}",
+        });
+        await keep(r);
+      }
+      for (const path of ["/admin/upstreams", "/admin/tools", "/admin/audit", "/admin/receipts"]) await keep(await desk.admin("GET", path));
+      expect(paid.seenCredentials).toContain(`Bearer ${SECRET}`);
+    } finally {
+      expect(await desk.stop()).toBe(0);
+    }
+    expect(seen.join("\n")).not.toContain(SECRET);
+    expect(desk.stdout() + desk.stderr()).not.toContain(SECRET);
+    const { readdirSync } = await import("node:fs");
+    for (const f of readdirSync(data)) expect(`${f}: ${readFileSync(join(data, f)).includes(Buffer.from(SECRET))}`).toBe(`${f}: false`);
+  });
+
   test("desk check exits 1 and names the problem when the money does not add up", async () => {
     await using tmp = tempDir();
     const data = join(tmp.path, "d");

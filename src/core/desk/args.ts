@@ -14,7 +14,9 @@ const draft2020 = new Ajv2020({ strict: false, allErrors: true, validateFormats:
 export function compileArgsSchema(schema: unknown): ArgsCheck {
   if (typeof schema !== "object" || schema === null || Array.isArray(schema)) throw new Error("the input schema is not an object");
   const declared = (schema as { $schema?: unknown }).$schema;
-  const { $schema: _ignored, ...rest } = schema as Record<string, unknown>;
+  // A root $id would be registered in the shared validator: a second tool (or a refresh) with
+  // the same $id would then fail to compile. Local "#/..." references work without it.
+  const { $schema: _schema, $id: _id, ...rest } = schema as Record<string, unknown>;
   const validate: ValidateFunction =
     typeof declared === "string" && declared.includes("2020-12") ? draft2020.compile(rest) : draft07.compile(rest);
   return (args) => (validate(args) ? [] : problemsOf(validate.errors ?? []));
