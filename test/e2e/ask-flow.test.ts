@@ -170,6 +170,18 @@ describe("limits", () => {
     expect((await mcp.request(PAY)).sc.state).toBe("pending");
   });
 
+  test("serve-mcp keeps working across an approver restart (its kept-alive connection is renewed)", async () => {
+    const db = freshDb();
+    const first = await startApprover({ files: approverFiles(link), db });
+    await using mcp = await connectServeMcp(serveMcpEnv(link, first.url));
+    expect((await mcp.request(PAY)).sc.state).toBe("pending");
+    await first.stop();
+    expect((await mcp.request(PAY)).sc).toEqual({ error: "APPROVER_UNREACHABLE" });
+    await using again = await startApprover({ files: approverFiles(link), db, listen: `127.0.0.1:${first.port}` });
+    expect((await mcp.request(PAY)).sc.state).toBe("pending");
+    expect(again.port).toBe(first.port);
+  });
+
   test("a restart keeps pending asks pending (shown again), decisions final and ids refused", async () => {
     const db = freshDb();
     let pendingId: string;
