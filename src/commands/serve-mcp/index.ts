@@ -53,7 +53,7 @@ export async function runServeMcp(options: { version: string; streams: Streams }
   );
   server.setRequestHandler(ListToolsRequestSchema, () => {
     // A client that lists tools will call one soon: load the rules once this answer is out.
-    setTimeout(() => void loadCallTool(), 0);
+    setTimeout(() => loadCallTool().catch(() => {}), 0);
     return { tools: [TOOL_DEFINITION] };
   });
   const inFlight = new Set<Promise<unknown>>();
@@ -61,7 +61,16 @@ export async function runServeMcp(options: { version: string; streams: Streams }
     if (request.params.name !== TOOL_NAME) return failureResult("TOOL_UNKNOWN");
     const call = (async () => (await loadCallTool())(request.params.arguments ?? {}))();
     inFlight.add(call);
-    const result = await call.finally(() => inFlight.delete(call));
+    let result: ToolResult;
+    try {
+      result = await call;
+    } catch (err) {
+      // A fault of ours: the agent gets the code; the log names the error's class only.
+      info(options.streams, `serve-mcp: internal fault (${err instanceof Error ? err.name : "non-error thrown"})`);
+      result = failureResult("INTERNAL");
+    } finally {
+      inFlight.delete(call);
+    }
     const code = result.isError ? result.structuredContent.error : undefined;
     if (typeof code === "string" && code.startsWith("APPROVER_")) info(options.streams, `serve-mcp: approver exchange failed: ${code}`);
     return result;
