@@ -65,17 +65,19 @@ describe("narrow terminal", () => {
     await tty.pane.waitFor(new RegExp(`${id}: approved: PAY 19\\.00 EUR at shop\\.example`), typed);
     expect((await mcp.request({ verb: "status", approval_id: id })).sc.state).toBe("approved");
 
-    // Narrow again: `show` and `list` give ids only as well.
+    // Narrow again: `show`, `list` and `approve` give ids only and the widen request.
     const second = (await mcp.request({ verb: "account_create", provider_url: "https://provider.example/" })).sc.approval_id as string;
     await tty.pane.waitFor(new RegExp(`approve ${second}   or   deny ${second}`), typed);
     const narrowed = tty.pane.text.length;
     tty.resize(60, 40);
     await tty.pane.waitFor(/widen it to decide\./, narrowed);
-    for (const command of [`show ${second}`, "list"]) {
+    for (const command of [`show ${second}`, "list", `approve ${second}`]) {
       const from = tty.type(command);
       const shown = await tty.pane.waitFor(/asks waiting: 1[\s\S]*?widen it to decide\./, from);
       expect(shown[0]).toContain(`  ${second}`);
       expect(shown[0]).not.toContain("ACCOUNT");
     }
+    // Nothing is decided on a terminal too narrow for the recap.
+    expect((await mcp.request({ verb: "status", approval_id: second })).sc.state).toBe("pending");
   });
 });

@@ -135,6 +135,9 @@ export class ApproverConsole {
   }
 
   #decide(id: string, decision: "approved" | "denied"): string[] {
+    // The person decides on the recap: on a terminal too narrow to show it, nothing is decided
+    // (the notice says to widen it first).
+    if (this.narrow && this.#o.ledger.get(id)?.state === "pending") return this.#holdBack([id]);
     const result = this.#o.ledger.decide(id, decision, decision === "approved" ? this.#o.mintRef() : undefined);
     if (result.ok) return renderDecision(result.stored);
     if (result.reason === "unknown") return note({ kind: "unknown-id", id });
