@@ -6,8 +6,7 @@
 //   3. refusals per second (400 / 402 / 403 / 404 mixed; each key stays under its 20-an-hour limit)
 //   4. the desk's RSS after the load (VmRSS and peak VmHWM)
 // Usage: bun build.ts && bun scripts/bench/desk.ts [--calls N]   (sequential calls per side, default 2000)
-import { readFileSync } from "node:fs";
-import { mkdtempSync, rmSync } from "node:fs";
+import { mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { UpstreamClient } from "../../src/commands/desk/upstream.ts";
@@ -33,6 +32,12 @@ async function firstLine(stream: ReadableStream<Uint8Array>, re: RegExp): Promis
       return m[1]!;
     }
   }
+}
+
+/** CPU seconds (user + system) a process has used so far, from /proc. */
+function cpuSeconds(pid: number): number {
+  const fields = readFileSync(`/proc/${pid}/stat`, "utf8").split(") ")[1]!.split(" ");
+  return (Number(fields[11]) + Number(fields[12])) / 100;
 }
 
 const percentile = (sorted: number[], p: number) => sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))]!;
@@ -119,7 +124,10 @@ try {
     return n / ((performance.now() - start) / 1000);
   };
   const directRate = await throughput(() => viaDirect());
+  const cpu0 = cpuSeconds(desk.pid);
+  const t0 = performance.now();
   const deskRate = await throughput((i) => viaDesk(keys[i % 100]!));
+  const deskCpuPerCall = (cpuSeconds(desk.pid) - cpu0) / ((deskRate * (performance.now() - t0)) / 1000);
 
   // 3. Refusals: 1000 keys with no budget, 20 refusals each (the hourly failure limit).
   const broke: string[] = [];
@@ -158,6 +166,8 @@ try {
   console.log(`  desk latency      p50 ${fmt(percentile(kLat, 50))}  p99 ${fmt(percentile(kLat, 99))}`);
   console.log(`  added by the desk p50 ${fmt(p50)}  p99 ${fmt(p99)}   (target p50 <= 1 ms, p99 <= 3 ms)`);
   console.log(`  throughput        direct ${directRate.toFixed(0)}/s  desk ${deskRate.toFixed(0)}/s  ratio ${(deskRate / directRate).toFixed(2)}   (target >= 0.60 and >= 3000/s)`);
+  console.log(`  desk CPU          ${(deskCpuPerCall * 1e6).toFixed(0)} µs per clearing (user + system), i.e. ${(1 / deskCpuPerCall).toFixed(0)} clearings/s per free core`);
+  console.log(`  machine           load average ${readFileSync("/proc/loadavg", "utf8").split(" ").slice(0, 3).join(" ")} on ${navigator.hardwareConcurrency} cores`);
   console.log(`  refusals          ${refusalRate.toFixed(0)}/s over ${refusals} calls ${JSON.stringify(seen)}   (target >= 10000/s)`);
   console.log(`  desk RSS          ${(kb("VmRSS") / 1024).toFixed(1)} MB now, ${(kb("VmHWM") / 1024).toFixed(1)} MB peak   (target <= 150 MB)`);
   await direct.close();
