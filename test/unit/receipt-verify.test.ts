@@ -2,6 +2,7 @@
 // (where the others cannot notice) only that one.
 import { describe, expect, test } from "bun:test";
 import { createPrivateKey, generateKeyPairSync, sign } from "node:crypto";
+import fc from "fast-check";
 import {
   type Check,
   chainLinkAfter,
@@ -295,6 +296,41 @@ describe("verifyResponse on a REST body", () => {
     b.receipt.kid = "\u001b[31mred\u202e";
     const line = describeCheck(verifyResponse(b, jwks, ARGS)[0]!);
     expect(line).toBe("FAILED signature: unknown kid \\u001b[31mred\\u202e (not in the key set)");
+  });
+});
+
+describe("any change is caught", () => {
+  const saved = JSON.stringify({ result: RESULT, receipt: signer.sign(fields()) });
+  const ALPHABET = '0123456789abcdefABCDEF_-"{}[]:,. xyzé\\';
+
+  test("property: every one-character change to a saved body that still parses fails a check, and nothing throws", () => {
+    let parsedMutants = 0;
+    fc.assert(
+      fc.property(fc.nat({ max: saved.length - 1 }), fc.constantFrom(...ALPHABET), (at, ch) => {
+        if (saved[at] === ch) return;
+        const text = saved.slice(0, at) + ch + saved.slice(at + 1);
+        let body: unknown;
+        try {
+          body = JSON.parse(text);
+        } catch {
+          return;
+        }
+        parsedMutants++;
+        const checks = verifyResponse(body, jwks);
+        expect(`${at}:${ch} ${checks.every((c) => c.ok)}`).toBe(`${at}:${ch} false`);
+      }),
+      { numRuns: 1500 },
+    );
+    expect(parsedMutants).toBeGreaterThan(300);
+  });
+
+  test("property: arbitrary JSON never makes the verifier throw, and never passes", () => {
+    fc.assert(
+      fc.property(fc.jsonValue(), (value) => {
+        expect(verifyResponse(value, jwks, value).some((c) => !c.ok)).toBe(true);
+      }),
+      { numRuns: 300 },
+    );
   });
 });
 
