@@ -300,10 +300,15 @@ describe("verifyResponse on a REST body", () => {
 });
 
 describe("any change is caught", () => {
-  const saved = JSON.stringify({ result: RESULT, receipt: signer.sign(fields()) });
+  const mcpResult = { ...RESULT, _meta: { trace: "t1" } };
+  const bodies = {
+    rest: JSON.stringify({ result: RESULT, receipt: signer.sign(fields()) }),
+    mcp: JSON.stringify(withReceipt(mcpResult, signer.sign(fields({ result_sha256: resultSha256(mcpResult) })))),
+  };
   const ALPHABET = '0123456789abcdefABCDEF_-"{}[]:,. xyzé\\';
 
-  test("property: every one-character change to a saved body that still parses fails a check, and nothing throws", () => {
+  test.each(Object.entries(bodies))("property: every one-character change to a saved %s body that still parses fails a check", (_kind, saved) => {
+    expect(verifyResponse(JSON.parse(saved), jwks).every((c) => c.ok)).toBe(true);
     let parsedMutants = 0;
     fc.assert(
       fc.property(fc.nat({ max: saved.length - 1 }), fc.constantFrom(...ALPHABET), (at, ch) => {
