@@ -205,6 +205,17 @@ describe("clearing path over REST", () => {
     expect(spent(k.keyId)).toBe(2000);
   });
 
+  test("one call's upstream failure does not disturb the calls in flight beside it", async () => {
+    const k = await t.makeKey({ budget_mc: 100_000, reset: "none", allow: ALLOW });
+    const calls = Array.from({ length: 16 }, (_, i) =>
+      i % 4 === 0 ? t.call(k.secret, "fx__fail_5xx", {}) : i % 4 === 1 ? t.call(k.secret, "fx__fail_transport", {}) : t.call(k.secret, "fx__echo", { text: String(i) }),
+    );
+    const statuses = (await Promise.all(calls)).map((r) => r.status);
+    expect(statuses).toEqual(Array.from({ length: 16 }, (_, i) => (i % 4 < 2 ? 502 : 200)));
+    expect(spent(k.keyId)).toBe(8 * 1000);
+    expect(t.ledger.checkMoney()).toEqual([]);
+  });
+
   test("step 2: after 20 failed calls in one UTC hour the key gets 429 until the hour ends", async () => {
     const k = await t.makeKey({ budget_mc: 5000, reset: "none", allow: ALLOW });
     for (let i = 0; i < 20; i++) expect((await t.call(k.secret, "fx__nope", {})).status).toBe(404);

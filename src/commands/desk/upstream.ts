@@ -47,12 +47,15 @@ export class UpstreamClient {
     return this.session;
   }
 
-  /** Forgets a failed session so the next call opens a new one. */
+  /**
+   * Forgets a failed session so the next call opens a new one. The old client is closed only
+   * after the call deadline, so calls still in flight on it are not cut off by another's failure.
+   */
   private drop(failed: Promise<Client>): void {
     if (this.session !== failed) return;
     this.session = null;
     failed.then(
-      (client) => client.close().catch(() => {}),
+      (client) => setTimeout(() => client.close().catch(() => {}), this.timeoutMs).unref(),
       () => {},
     );
   }
@@ -99,10 +102,13 @@ export class UpstreamClient {
           if (err.code === ErrorCode.InvalidParams) return { kind: "args_refused" };
           return { kind: "upstream_error" };
         }
-        this.drop(session);
+        // An HTTP error status leaves the session usable; anything else (refused connection,
+        // broken answer, 404 for a session the upstream forgot) opens a new one next time.
+        const status = err instanceof StreamableHTTPError ? err.code : undefined;
+        if (status === undefined || status === 404) this.drop(session);
         // 404 on an established session: the upstream forgot it (restart), so the tool never
         // ran and one retry on a new session cannot make it run twice.
-        if (err instanceof StreamableHTTPError && err.code === 404 && attempt === 0) continue;
+        if (status === 404 && attempt === 0) continue;
         return { kind: "upstream_error" };
       }
     }
