@@ -204,7 +204,11 @@ describe("operator API", () => {
     expect(t.ledger.getUpstream("down")).toBeNull();
     const refreshed = await t.admin("POST", "/admin/upstreams/fx/refresh");
     expect(refreshed.status).toBe(200);
-    expect(((await refreshed.json()) as { tools: string[] }).tools).toHaveLength(8);
+    const refreshedTools = ((await refreshed.json()) as { tools: string[] }).tools;
+    expect(refreshedTools).toHaveLength(8);
+    // The fixture also lists "has space": a name outside [A-Za-z0-9_.-] is left out, with a log line.
+    expect(refreshedTools).not.toContain("fx__has space");
+    expect(t.logs).toContain("upstream fx: left out a tool whose name is not 1-128 of [A-Za-z0-9_.-]");
     expect(await (await t.admin("POST", "/admin/upstreams/nope/refresh")).json()).toEqual({ error: "UPSTREAM_UNKNOWN" });
     expect(await (await t.admin("PUT", "/admin/tools/fx__nope", { price_mc: 1, upstream_cost_mc: 0 })).json()).toEqual({ error: "TOOL_UNKNOWN" });
   });

@@ -12,6 +12,8 @@ import { type UpstreamTool, UpstreamClient } from "./upstream.ts";
 /** Time the sweep gives a call beyond the upstream timeout before its reservation counts as abandoned. */
 export const ABANDON_MARGIN_MS = 10_000;
 export const DEFAULT_UPSTREAM_TIMEOUT_MS = 30_000;
+/** Upstream tool names the desk registers (MCP's recommended form). */
+const TOOL_NAME = /^[A-Za-z0-9_.-]{1,128}$/;
 
 export type Clock = () => number;
 
@@ -139,7 +141,13 @@ export class Desk {
       this.log(`upstream ${client.name}: handshake failed (${err instanceof Error ? err.name : "error"})`);
       throw new DeskError("UPSTREAM_UNREACHABLE");
     }
-    const rows = tools.map((t) => {
+    const rows = tools.flatMap((t) => {
+      // A name outside MCP's recommended alphabet and length could not be a receipt's tool field
+      // (or would be ambiguous in a URL path): such a tool is left out.
+      if (!TOOL_NAME.test(t.name)) {
+        this.log(`upstream ${client.name}: left out a tool whose name is not 1-128 of [A-Za-z0-9_.-]`);
+        return [];
+      }
       // A schema no validator can compile would let any argument through: refuse the upstream.
       try {
         compileArgsSchema(t.inputSchema);
@@ -147,7 +155,7 @@ export class Desk {
         this.log(`upstream ${client.name}: tool input schema does not compile`);
         throw new DeskError("UPSTREAM_UNREACHABLE");
       }
-      return { name: `${client.name}__${t.name}`, upstreamTool: t.name, description: t.description, inputSchema: JSON.stringify(t.inputSchema) };
+      return [{ name: `${client.name}__${t.name}`, upstreamTool: t.name, description: t.description, inputSchema: JSON.stringify(t.inputSchema) }];
     });
     return { rows };
   }
@@ -197,8 +205,13 @@ export class Desk {
     let refunded = 0;
     for (const id of this.ledger.openReservations(beforeMs)) {
       const now = this.now();
-      const result = this.ledger.settle(id, "refunded_abandoned", 504, null, now, hourOf(now), this.receiptMaker().make);
-      if (result.kind === "settled") refunded++;
+      try {
+        const result = this.ledger.settle(id, "refunded_abandoned", 504, null, now, hourOf(now), this.receiptMaker().make);
+        if (result.kind === "settled") refunded++;
+      } catch (err) {
+        // One reservation that cannot be settled must not keep the others open.
+        this.log(`reservation ${id}: refund failed (${err instanceof Error ? err.name : "error"})`);
+      }
     }
     if (refunded > 0) this.log(`refunded ${refunded} abandoned reservation(s)`);
     return refunded;

@@ -43,7 +43,8 @@ export function createHandler(desk: Desk, options: HandlerOptions): Handler {
         return await toolCall(desk, req, pathSegment(path.slice("/v1/tools/".length)), options);
       }
       if (req.method === "GET" && path === "/.well-known/receipt-signing-key.json") {
-        return Response.json(desk.jwks(), { headers: { "cache-control": "max-age=60" } });
+        // no-cache: right after a rotation, a cached key set would fail the new receipts.
+        return Response.json(desk.jwks(), { headers: { "cache-control": "no-cache" } });
       }
       if (req.method === "GET" && path === "/v1/tools") return agentTools(desk, req);
       if (req.method === "GET" && path === "/v1/key") return agentKey(desk, req);
