@@ -60,12 +60,17 @@ export async function clear(desk: Desk, keySecret: string | null, toolName: stri
 
 /** Step 1: unknown, revoked or expired key → 401. */
 function authenticate(desk: Desk, secret: string | null, now: number): Step<KeyRow> {
+  const key = validKey(desk, secret, now);
+  if (key === null) return stop({ status: 401, outcome: "refused_key_invalid", error: "KEY_INVALID", priceMc: 0, remainingMc: null });
+  return { next: key };
+}
+
+/** The key a secret opens, or null when it is malformed, unknown, revoked or expired at `now`. */
+export function validKey(desk: Desk, secret: string | null, now: number): KeyRow | null {
   const lookup = secret === null ? null : lookupOf(secret);
   const key = lookup === null ? null : desk.ledger.findKey(lookup, sha256(secret!));
-  if (key === null || key.revoked_at !== null || (key.expires_at !== null && key.expires_at <= now)) {
-    return stop({ status: 401, outcome: "refused_key_invalid", error: "KEY_INVALID", priceMc: 0, remainingMc: null });
-  }
-  return { next: key };
+  if (key === null || key.revoked_at !== null || (key.expires_at !== null && key.expires_at <= now)) return null;
+  return key;
 }
 
 /** Step 2: too many failed calls this UTC hour → 429 until the hour ends. */

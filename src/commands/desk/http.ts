@@ -1,11 +1,11 @@
 // The desk's HTTP surface as one `fetch(Request) → Response` function: the agents' REST API,
 // the public JWKS and the operator API. Tests call it in-process; the binary serves it.
 import { periodOf } from "../../core/desk/period.ts";
-import { constantTimeEqual, lookupOf, sha256 } from "../../core/desk/secrets.ts";
+import { constantTimeEqual, sha256 } from "../../core/desk/secrets.ts";
 import { ERRORS, type ErrorCode, errorResponse } from "../../core/errors.ts";
 import type { Envelope } from "../../core/receipt/index.ts";
 import { adminRoutes } from "./admin.ts";
-import { type ClearingOutcome, clear } from "./clearing.ts";
+import { type ClearingOutcome, clear, validKey } from "./clearing.ts";
 import type { Desk } from "./desk.ts";
 
 /** Largest request body accepted (tool arguments and operator requests). */
@@ -146,18 +146,7 @@ async function toolCall(desk: Desk, req: Request, tool: string, options: Handler
 }
 
 function agentKeyOf(desk: Desk, req: Request) {
-  const secret = bearer(req);
-  return secret === null ? null : keyFromSecret(desk, secret);
-}
-
-
-function keyFromSecret(desk: Desk, secret: string) {
-  const lookup = lookupOf(secret);
-  if (lookup === null) return null;
-  const key = desk.ledger.findKey(lookup, sha256(secret));
-  const now = desk.now();
-  if (key === null || key.revoked_at !== null || (key.expires_at !== null && key.expires_at <= now)) return null;
-  return key;
+  return validKey(desk, bearer(req), desk.now());
 }
 
 function agentTools(desk: Desk, req: Request): Response {
