@@ -296,6 +296,14 @@ describe("ask-only desk (binary)", () => {
     expect(desk.stdout() + desk.stderr()).not.toContain(SECRET);
     const { readdirSync } = await import("node:fs");
     for (const f of readdirSync(data)) expect(`${f}: ${readFileSync(join(data, f)).includes(Buffer.from(SECRET))}`).toBe(`${f}: false`);
+
+    // Another sealing key cannot open the stored credential: the desk refuses to start.
+    writeFileSync(join(data, "sealing.key"), new Uint8Array(32).fill(1), { mode: 0o600 });
+    const wrongKey = await runBinary(["desk", "--listen", "127.0.0.1:0", "--data", data], { env: { ASK_ONLY_DESK_ADMIN_TOKEN: TOKEN } });
+    expect(wrongKey.code).toBe(1);
+    expect(wrongKey.stderr).toContain("ask-only: error: the sealed headers of upstream paid do not open\n");
+    expect(wrongKey.stderr).toContain("sealing.key must be the key they were sealed with");
+    expect(wrongKey.stderr).not.toContain("listening");
   });
 
   test("desk check exits 1 and names the problem when the money does not add up", async () => {

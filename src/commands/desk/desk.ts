@@ -38,6 +38,14 @@ export class DeskError extends Error {
   }
 }
 
+/** Sealed headers that do not open: another sealing key, or an altered row. */
+export class SealedHeadersError extends Error {
+  override name = "SealedHeadersError";
+  constructor(readonly upstream: string) {
+    super(`the sealed headers of upstream ${upstream} do not open`);
+  }
+}
+
 export class Desk {
   readonly ledger: DeskLedger;
   readonly now: Clock;
@@ -64,7 +72,12 @@ export class Desk {
     const desk = new Desk(options);
     desk.ledger.addSigningKey(desk.signerNow.kid, JSON.stringify(desk.signerNow.publicJwk()), desk.now());
     for (const row of desk.ledger.listUpstreams()) {
-      const headers = row.sealed_headers === null ? {} : (JSON.parse(await unseal(desk.sealingKey, row.name, row.sealed_headers)) as Record<string, string>);
+      let headers: Record<string, string> = {};
+      try {
+        if (row.sealed_headers !== null) headers = JSON.parse(await unseal(desk.sealingKey, row.name, row.sealed_headers)) as Record<string, string>;
+      } catch {
+        throw new SealedHeadersError(row.name);
+      }
       desk.clients.set(row.name, new UpstreamClient(row.name, new URL(row.url), headers, desk.upstreamTimeoutMs));
     }
     desk.reloadTools();

@@ -8,7 +8,7 @@ import { DeskLedger } from "../../core/ledger/desk.ts";
 import { generateSigningKey, loadSigner, ReceiptKeyError } from "../../core/receipt/index.ts";
 import { checkLedger } from "./check.ts";
 import { dataDirPaths, prepareDataDir, privateSideFiles, readSecret, replaceSecretFile } from "./data-dir.ts";
-import { ABANDON_MARGIN_MS, DEFAULT_UPSTREAM_TIMEOUT_MS, Desk } from "./desk.ts";
+import { ABANDON_MARGIN_MS, DEFAULT_UPSTREAM_TIMEOUT_MS, Desk, SealedHeadersError } from "./desk.ts";
 import { createHandler } from "./http.ts";
 
 export const ADMIN_TOKEN_ENV = "ASK_ONLY_DESK_ADMIN_TOKEN";
@@ -123,14 +123,21 @@ export async function runDesk(run: DeskRun): Promise<void> {
   }
 
   const log = (line: string) => info(streams, line);
-  const desk = await Desk.open({
-    ledger,
-    signer,
-    sealingKey,
-    upstreamTimeoutMs: timeoutMs,
-    log,
-    storeSigningKey: (pem) => replaceSecretFile(paths.signingKey, pem),
-  });
+  let desk: Desk;
+  try {
+    desk = await Desk.open({
+      ledger,
+      signer,
+      sealingKey,
+      upstreamTimeoutMs: timeoutMs,
+      log,
+      storeSigningKey: (pem) => replaceSecretFile(paths.signingKey, pem),
+    });
+  } catch (err) {
+    ledger.close();
+    if (err instanceof SealedHeadersError) throw failure(err.message, `${paths.sealingKey} must be the key they were sealed with`);
+    throw err;
+  }
   if (created.length > 0) log(`created ${created.join(", ")} in ${paths.path}`);
   streams.out(`receipt signing key: kid ${signer.kid}\n`);
 
