@@ -14,7 +14,7 @@ export const MAX_BODY_BYTES = 1024 * 1024;
 export type HandlerOptions = {
   /** SHA-256 of the operator's admin token. */
   adminTokenSha256: Uint8Array;
-  /** Called with a fault's name when a request fails on the server's side (INTERNAL). */
+  /** Called with the fault when a request fails on the desk's side (answered INTERNAL). */
   onInternal?: (err: unknown) => void;
 };
 
@@ -29,6 +29,7 @@ export class HttpFailure extends Error {
 
 export function createHandler(desk: Desk, options: HandlerOptions): Handler {
   const admin = adminRoutes(desk);
+  // Hashes compared in constant time: response timing tells nothing about a guessed token.
   const isAdmin = (req: Request) => {
     const token = bearer(req);
     return token !== null && constantTimeEqual(sha256(token), options.adminTokenSha256);
@@ -66,7 +67,6 @@ export function createHandler(desk: Desk, options: HandlerOptions): Handler {
     }
   };
 }
-
 
 const httpStatusOf = (code: ErrorCode) => ERRORS[code].http;
 
