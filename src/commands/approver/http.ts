@@ -51,7 +51,10 @@ async function readCappedBody(req: Request): Promise<Uint8Array> {
   const chunks: Uint8Array[] = [];
   let total = 0;
   for (;;) {
-    const { done, value } = await reader.read();
+    // The client went away mid-body (or sent broken chunking): its fault, not a server fault.
+    const { done, value } = await reader.read().catch(() => {
+      throw new BodyRefused("BODY_INVALID");
+    });
     if (done) break;
     total += value.byteLength;
     if (total > MAX_BODY_BYTES) {
@@ -94,6 +97,20 @@ export function approverTls(files: { cert: string; key: string; ca: string }) {
 
 const ASK_PATH = /^\/v1\/asks\/([^/]+)$/;
 
+/**
+ * The request's path, query and fragment dropped. Read without the Host header, which any client
+ * may fill with something that is no host (`a b`, `[::1`, `x:99999`): parsing the whole URL
+ * would throw, and a client's bad header would become a server fault.
+ */
+export function pathOf(url: string): string {
+  const rest = url.replace(/^[A-Za-z][A-Za-z0-9+.-]*:\/\/[^/?#]*/, "");
+  try {
+    return new URL(`https://approver.invalid${rest.startsWith("/") ? rest : `/${rest}`}`).pathname;
+  } catch {
+    return "";
+  }
+}
+
 export function makeApproverApi(options: ApiOptions): (req: Request) => Promise<Response> {
   const create = async (req: Request, kind: "pay" | "account"): Promise<Response> => {
     const body = await readJsonObject(req);
@@ -121,7 +138,7 @@ export function makeApproverApi(options: ApiOptions): (req: Request) => Promise<
 
   return async (req) => {
     try {
-      const path = new URL(req.url).pathname;
+      const path = pathOf(req.url);
       if (req.method === "POST" && path === "/v1/asks/pay") return await create(req, "pay");
       if (req.method === "POST" && path === "/v1/asks/account") return await create(req, "account");
       const m = req.method === "GET" ? ASK_PATH.exec(path) : null;
