@@ -151,6 +151,34 @@ describe("desk ledger", () => {
     expect(s.ledger.checkMoney().join("\n")).toContain("key key_a period none: spent 107 mc, but charges 100 + open reservations 0");
   });
 
+  test("group commit: operations queued together share one commit; one that throws rolls back alone", async () => {
+    await using s = await setup(() => Date.parse("2026-11-30T10:00:00Z"));
+    s.addKey("key_a", 1000, "none");
+    const watcher = new Database(s.dbPath);
+    const version = () => (watcher.query("PRAGMA data_version").get() as { data_version: number }).data_version;
+    try {
+      const before = version();
+      const results = await Promise.allSettled([
+        s.ledger.batched(() => s.reserve("key_a", 100)),
+        s.ledger.batched(() =>
+          s.ledger.db.transaction(() => {
+            s.ledger.db.run("INSERT INTO orgs (id, name, created_at) VALUES ('org_bad', 'bad', 1)");
+            throw new Error("boom");
+          })(),
+        ),
+        s.ledger.batched(() => s.reserve("key_a", 100)),
+      ]);
+      expect(results.map((r) => r.status)).toEqual(["fulfilled", "rejected", "fulfilled"]);
+      expect(version()).toBe(before + 1);
+      expect(s.ledger.getOrg("org_bad")).toBeNull();
+      expect(s.ledger.getKey("key_a")!.spent_mc).toBe(200);
+      expect(s.ledger.openReservations(Number.POSITIVE_INFINITY)).toHaveLength(2);
+      expect(s.ledger.checkMoney()).toEqual([]);
+    } finally {
+      watcher.close();
+    }
+  });
+
   async function fourProcesses(s: Awaited<ReturnType<typeof setup>>, iso: string, attempts: number) {
     const pem = join(s.tmp.path, "worker.pem");
     writeFileSync(pem, PEM, { mode: 0o600 });

@@ -46,13 +46,13 @@ export async function clear(desk: Desk, keySecret: string | null, toolName: stri
     hour: hourOf(now),
     period: periodOf(key.next.reset, now),
   };
-  const limited = checkFailureLimit(desk, ctx);
+  const limited = await checkFailureLimit(desk, ctx);
   if ("done" in limited) return limited.done;
-  const tool = checkToolAndArgs(desk, ctx, args);
+  const tool = await checkToolAndArgs(desk, ctx, args);
   if ("done" in tool) return tool.done;
-  const allowed = checkAllowlist(desk, ctx);
+  const allowed = await checkAllowlist(desk, ctx);
   if ("done" in allowed) return allowed.done;
-  const reserved = reserve(desk, ctx);
+  const reserved = await reserve(desk, ctx);
   if ("done" in reserved) return reserved.done;
   const answer = await desk.client(tool.next.row.upstream)!.call(tool.next.row.upstream_tool, args as Record<string, unknown>);
   return settle(desk, ctx, reserved.next, answer);
@@ -74,9 +74,9 @@ export function validKey(desk: Desk, secret: string | null, now: number): KeyRow
 }
 
 /** Step 2: too many failed calls this UTC hour → 429 until the hour ends. */
-function checkFailureLimit(desk: Desk, ctx: CallContext): Step<null> {
+async function checkFailureLimit(desk: Desk, ctx: CallContext): Promise<Step<null>> {
   if (ctx.key.fail_hour !== ctx.hour || ctx.key.fail_count < FAILURES_PER_HOUR) return { next: null };
-  desk.ledger.recordPlainRefusal(ctx, "refused_rate_limited", 429);
+  await desk.ledger.batched(() => desk.ledger.recordPlainRefusal(ctx, "refused_rate_limited", 429));
   return stop(plain(ctx, 429, "refused_rate_limited", "TOO_MANY_FAILURES"));
 }
 
@@ -84,10 +84,10 @@ function checkFailureLimit(desk: Desk, ctx: CallContext): Step<null> {
  * Step 3: unknown tool → 404; arguments against the tool's schema → 400 with the problems
  * (paths and rule names only). No money moves and the upstream is not called.
  */
-function checkToolAndArgs(desk: Desk, ctx: CallContext, args: unknown): Step<ToolEntry> {
+async function checkToolAndArgs(desk: Desk, ctx: CallContext, args: unknown): Promise<Step<ToolEntry>> {
   const tool = desk.tool(ctx.tool);
   if (tool === undefined) {
-    desk.ledger.recordPlainRefusal(ctx, "refused_tool_unknown", 404);
+    await desk.ledger.batched(() => desk.ledger.recordPlainRefusal(ctx, "refused_tool_unknown", 404));
     return stop(plain(ctx, 404, "refused_tool_unknown", "TOOL_UNKNOWN"));
   }
   ctx.priceMc = priceFor(ctx.key, tool);
@@ -105,7 +105,7 @@ function checkToolAndArgs(desk: Desk, ctx: CallContext, args: unknown): Step<Too
     }
   }
   if (problems.length > 0 || hash === null) {
-    desk.ledger.recordPlainRefusal(ctx, "refused_args_invalid", 400);
+    await desk.ledger.batched(() => desk.ledger.recordPlainRefusal(ctx, "refused_args_invalid", 400));
     return stop({ ...plain(ctx, 400, "refused_args_invalid", "ARGS_INVALID"), problems });
   }
   ctx.paramsSha256 = hash;
@@ -113,18 +113,18 @@ function checkToolAndArgs(desk: Desk, ctx: CallContext, args: unknown): Step<Too
 }
 
 /** Step 4: the tool is not on the key's allowlist → 403 with a signed receipt. */
-function checkAllowlist(desk: Desk, ctx: CallContext): Step<null> {
+async function checkAllowlist(desk: Desk, ctx: CallContext): Promise<Step<null>> {
   const allow = JSON.parse(ctx.key.allow) as string[];
   if (allow.includes(ctx.tool)) return { next: null };
   const { make, last } = desk.receiptMaker();
-  const { remainingMc } = desk.ledger.refuseNotAllowed(ctx, make);
+  const { remainingMc } = await desk.ledger.batched(() => desk.ledger.refuseNotAllowed(ctx, make));
   return stop({ status: 403, outcome: "refused_not_allowed", error: "TOOL_NOT_ALLOWED", priceMc: ctx.priceMc, remainingMc, receipt: last()! });
 }
 
 /** Step 5: the one conditional UPDATE; no room → 402 with a signed receipt. */
-function reserve(desk: Desk, ctx: CallContext): Step<number> {
+async function reserve(desk: Desk, ctx: CallContext): Promise<Step<number>> {
   const { make, last } = desk.receiptMaker();
-  const r = desk.ledger.reserve(ctx, make);
+  const r = await desk.ledger.batched(() => desk.ledger.reserve(ctx, make));
   if (r.kind === "reserved") return { next: r.reservationId };
   if (r.kind === "key_gone") {
     return stop({ status: 401, outcome: "refused_key_invalid", error: "KEY_INVALID", priceMc: 0, remainingMc: null });
@@ -144,7 +144,7 @@ const REFUNDS: Record<Exclude<CallOutcome["kind"], "ok">, { outcome: SettleOutco
  * binds the result's hash into the receipt; every failure refunds in the transaction that
  * writes its receipt.
  */
-function settle(desk: Desk, ctx: CallContext, reservationId: number, answer: CallOutcome): ClearingOutcome {
+async function settle(desk: Desk, ctx: CallContext, reservationId: number, answer: CallOutcome): Promise<ClearingOutcome> {
   let resultHash: string | null = null;
   if (answer.kind === "ok") {
     try {
@@ -158,7 +158,7 @@ function settle(desk: Desk, ctx: CallContext, reservationId: number, answer: Cal
   const plan = answer.kind === "ok" ? { outcome: "charged" as const, status: 200, error: undefined } : REFUNDS[answer.kind];
   const now = desk.now();
   const { make, last } = desk.receiptMaker();
-  const settled = desk.ledger.settle(reservationId, plan.outcome, plan.status, resultHash, now, hourOf(now), make);
+  const settled = await desk.ledger.batched(() => desk.ledger.settle(reservationId, plan.outcome, plan.status, resultHash, now, hourOf(now), make));
   if (settled.kind === "already_settled") {
     // The sweep refunded it as abandoned while the upstream was still answering: the agent
     // got no answer it pays for, and gets the abandoned receipt.

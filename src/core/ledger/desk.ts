@@ -199,8 +199,15 @@ export type DeskLedgerOptions = {
   busyTimeoutMs?: number;
 };
 
+/** Most operations one group commit carries; the rest go to the next one. */
+const MAX_BATCH = 64;
+
+type Queued = { run: () => unknown; resolve: (value: unknown) => void; reject: (error: unknown) => void };
+
 export class DeskLedger {
   readonly db: Database;
+  private queue: Queued[] = [];
+  private flushScheduled = false;
 
   constructor(path: string, options: DeskLedgerOptions = {}) {
     this.db = openLedger(path, {
@@ -212,6 +219,53 @@ export class DeskLedger {
 
   close(): void {
     this.db.close();
+  }
+
+  /**
+   * Group commit: runs `op` (one of this ledger's write methods, each its own transaction) inside
+   * one IMMEDIATE transaction shared with the other operations queued in the same event-loop
+   * turn. Each operation nests as a savepoint, so its money, receipt and audit row still commit
+   * or roll back together; one that throws rolls back alone. The promise settles after COMMIT:
+   * nothing is answered before it is durable.
+   */
+  batched<T>(op: () => T): Promise<T> {
+    return new Promise<T>((resolve, reject) => {
+      this.queue.push({ run: op, resolve: resolve as (value: unknown) => void, reject });
+      this.scheduleFlush();
+    });
+  }
+
+  private scheduleFlush(): void {
+    if (this.flushScheduled) return;
+    this.flushScheduled = true;
+    setImmediate(() => this.flush());
+  }
+
+  private flush(): void {
+    this.flushScheduled = false;
+    const ops = this.queue.splice(0, MAX_BATCH);
+    if (this.queue.length > 0) this.scheduleFlush();
+    const results: ({ ok: true; value: unknown } | { ok: false; error: unknown })[] = [];
+    try {
+      this.db
+        .transaction(() => {
+          for (const op of ops) {
+            try {
+              results.push({ ok: true, value: op.run() });
+            } catch (error) {
+              results.push({ ok: false, error });
+            }
+          }
+        })
+        .immediate();
+    } catch (error) {
+      for (const op of ops) op.reject(error);
+      return;
+    }
+    for (const [i, r] of results.entries()) {
+      if (r.ok) ops[i]!.resolve(r.value);
+      else ops[i]!.reject(r.error);
+    }
   }
 
   // --- meta -----------------------------------------------------------------------------------
