@@ -41,7 +41,7 @@ export type TestDesk = {
 export async function makeDesk(options: { now?: () => number; upstreamTimeoutMs?: number } = {}): Promise<TestDesk> {
   const tmp = tempDir("desk-int-");
   const dbPath = join(tmp.path, "desk.db");
-  const ledger = new DeskLedger(dbPath);
+  const ledger = new DeskLedger(dbPath, { backgroundCheckpointMs: 200 });
   const logs: string[] = [];
   const desk = await Desk.open({
     ledger,
@@ -88,6 +88,7 @@ export async function makeDesk(options: { now?: () => number; upstreamTimeoutMs?
     makeKey,
     async [Symbol.asyncDispose]() {
       await desk.close();
+      await ledger.stopCheckpointer();
       ledger.close();
       tmp[Symbol.dispose]();
     },

@@ -179,6 +179,24 @@ describe("desk ledger", () => {
     }
   });
 
+  test("a worker thread checkpoints the WAL; the desk's own commits no longer do", async () => {
+    const tmp = tempDir("desk-ckpt-");
+    const ledger = new DeskLedger(join(tmp.path, "desk.db"), { backgroundCheckpointMs: 60_000 });
+    try {
+      expect(ledger.db.query("PRAGMA wal_autocheckpoint").get()).toEqual({ wal_autocheckpoint: 20_000 });
+      for (let i = 0; i < 200; i++) ledger.createOrg(`org_${i}`, "x".repeat(3000), i);
+      const result = await ledger.checkpointNow();
+      expect(result!.busy).toBe(0);
+      expect(result!.log).toBeGreaterThan(0);
+      expect(result!.checkpointed).toBe(result!.log);
+      await ledger.stopCheckpointer();
+      expect(await ledger.checkpointNow()).toBeNull();
+    } finally {
+      ledger.close();
+      tmp[Symbol.dispose]();
+    }
+  });
+
   async function fourProcesses(s: Awaited<ReturnType<typeof setup>>, iso: string, attempts: number) {
     const pem = join(s.tmp.path, "worker.pem");
     writeFileSync(pem, PEM, { mode: 0o600 });

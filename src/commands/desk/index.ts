@@ -14,6 +14,8 @@ import { createHandler } from "./http.ts";
 export const ADMIN_TOKEN_ENV = "ASK_ONLY_DESK_ADMIN_TOKEN";
 export const MIN_ADMIN_TOKEN_CHARS = 32;
 const ADMIN_TOKEN_META = "admin_token_sha256";
+/** How often the WAL is checkpointed, off the request path. */
+const CHECKPOINT_EVERY_MS = 200;
 
 export type DeskFlags = {
   listen?: string;
@@ -102,7 +104,7 @@ export async function runDesk(run: DeskRun): Promise<void> {
   if (sealingRaw.length !== 32) throw failure(`${paths.sealingKey} is not a 256-bit key (${sealingRaw.length} bytes)`);
   const sealingKey = await importSealingKey(new Uint8Array(sealingRaw));
 
-  const ledger = new DeskLedger(paths.db);
+  const ledger = new DeskLedger(paths.db, { backgroundCheckpointMs: CHECKPOINT_EVERY_MS });
   privateSideFiles(paths.db);
 
   let adminHash: Uint8Array;
@@ -183,6 +185,7 @@ export async function runDesk(run: DeskRun): Promise<void> {
   clearInterval(sweep);
   await server.stop();
   await desk.close();
+  await ledger.stopCheckpointer();
   ledger.close();
   log("desk stopped");
 }
@@ -191,7 +194,7 @@ export async function runDesk(run: DeskRun): Promise<void> {
 export async function runDeskCheck(run: { data: string; streams: Streams }): Promise<void> {
   const paths = dataDirPaths(run.data);
   if (!existsSync(paths.db)) throw failure(`no desk ledger at ${paths.db}`, "give the data directory of a desk with --data DIR");
-  const ledger = new DeskLedger(paths.db);
+  const ledger = new DeskLedger(paths.db, { backgroundCheckpointMs: CHECKPOINT_EVERY_MS });
   try {
     const report = checkLedger(ledger);
     for (const line of report.ok) run.streams.out(`ok: ${line}\n`);

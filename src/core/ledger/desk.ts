@@ -197,7 +197,37 @@ export type DeskLedgerOptions = {
    */
   synchronous?: "FULL" | "NORMAL";
   busyTimeoutMs?: number;
+  /**
+   * Checkpoint the WAL from a worker thread every this many milliseconds instead of inside the
+   * commit that crosses SQLite's threshold (which stalled one call in ~70 by milliseconds).
+   */
+  backgroundCheckpointMs?: number;
 };
+
+/** The checkpointing thread: its own connection, PASSIVE checkpoints (writers never wait). */
+const CHECKPOINTER = `
+import { Database } from "bun:sqlite";
+let db = null;
+let timer = null;
+const checkpoint = () => db.query("PRAGMA wal_checkpoint(PASSIVE)").get();
+self.onmessage = (e) => {
+  if (e.data.op === "start") {
+    db = new Database(e.data.path);
+    db.run("PRAGMA busy_timeout = 100");
+    timer = setInterval(() => { try { checkpoint(); } catch {} }, e.data.everyMs);
+  } else if (e.data.op === "now") {
+    try { postMessage({ op: "now", result: checkpoint() }); } catch (err) { postMessage({ op: "now", error: String(err) }); }
+  } else if (e.data.op === "stop") {
+    clearInterval(timer);
+    try { checkpoint(); } catch {}
+    db.close();
+    postMessage({ op: "stopped" });
+  }
+};
+`;
+
+/** WAL pages after which the desk's own connection checkpoints anyway (the worker's backstop). */
+const BACKSTOP_CHECKPOINT_PAGES = 20_000;
 
 /** Most operations one group commit carries; the rest go to the next one. */
 const MAX_BATCH = 64;
@@ -209,15 +239,58 @@ export class DeskLedger {
   private queue: Queued[] = [];
   private flushScheduled = false;
 
+  private checkpointer: Worker | null = null;
+
   constructor(path: string, options: DeskLedgerOptions = {}) {
     this.db = openLedger(path, {
       migrations: DESK_MIGRATIONS,
       synchronous: options.synchronous ?? "NORMAL",
       busyTimeoutMs: options.busyTimeoutMs ?? 10_000,
     });
+    if (options.backgroundCheckpointMs !== undefined && path !== ":memory:") {
+      this.db.run(`PRAGMA wal_autocheckpoint = ${BACKSTOP_CHECKPOINT_PAGES}`);
+      this.db.run(`PRAGMA journal_size_limit = ${64 * 1024 * 1024}`);
+      const worker = new Worker(URL.createObjectURL(new Blob([CHECKPOINTER], { type: "application/javascript" })));
+      worker.postMessage({ op: "start", path, everyMs: options.backgroundCheckpointMs });
+      // Bun's Worker can be unref'd: the thread alone never keeps the process alive.
+      (worker as Worker & { unref(): void }).unref();
+      this.checkpointer = worker;
+    }
+  }
+
+  /** Runs a checkpoint on the checkpointing thread now (tests); null without one. */
+  checkpointNow(): Promise<{ busy: number; log: number; checkpointed: number } | null> {
+    const worker = this.checkpointer;
+    if (worker === null) return Promise.resolve(null);
+    return new Promise((resolve, reject) => {
+      const onMessage = (e: MessageEvent) => {
+        if (e.data.op !== "now") return;
+        worker.removeEventListener("message", onMessage);
+        if (e.data.error) reject(new Error(e.data.error));
+        else resolve(e.data.result);
+      };
+      worker.addEventListener("message", onMessage);
+      worker.postMessage({ op: "now" });
+    });
+  }
+
+  /** Stops the checkpointing thread after a last checkpoint; call before close(). */
+  async stopCheckpointer(): Promise<void> {
+    const worker = this.checkpointer;
+    if (worker === null) return;
+    this.checkpointer = null;
+    await new Promise<void>((resolve) => {
+      worker.addEventListener("message", (e: MessageEvent) => {
+        if (e.data.op === "stopped") resolve();
+      });
+      worker.postMessage({ op: "stop" });
+    });
+    worker.terminate();
   }
 
   close(): void {
+    this.checkpointer?.terminate();
+    this.checkpointer = null;
     this.db.close();
   }
 
