@@ -3,7 +3,6 @@
 // {"reserved": n, "refused": m}. Usage: bun desk-reserve-worker.ts DB KEY_ID ISO_NOW PRICE ATTEMPTS SIGNING_PEM_FILE
 import { readFileSync } from "node:fs";
 import { hourOf, periodOf } from "../../src/core/desk/period.ts";
-import { newId } from "../../src/core/desk/secrets.ts";
 import { DeskLedger, type ReceiptMaker } from "../../src/core/ledger/desk.ts";
 import { loadSigner, sha256Hex } from "../../src/core/receipt/index.ts";
 
@@ -12,7 +11,7 @@ const ledger = new DeskLedger(db);
 const signer = loadSigner(readFileSync(pemFile, "utf8"));
 const make: ReceiptMaker = (f) => {
   const env = signer.sign({
-    id: newId("rcpt"),
+    id: f.receiptId,
     issued_at: new Date(f.issuedAt).toISOString(),
     org_id: f.orgId,
     key_id: f.keyId,

@@ -4,7 +4,6 @@
 import { type ArgsCheck, compileArgsSchema } from "../../core/desk/args.ts";
 import { hourOf } from "../../core/desk/period.ts";
 import { type SealingKey, seal, unseal } from "../../core/desk/seal.ts";
-import { newId } from "../../core/desk/secrets.ts";
 import { type DeskLedger, type ReceiptMaker, type ToolRow, DeskLedgerError } from "../../core/ledger/desk.ts";
 import { type Envelope, generateSigningKey, type Jwks, jwksOf, loadSigner, type ReceiptJwk, type ReceiptSigner, sha256Hex } from "../../core/receipt/index.ts";
 import { type UpstreamTool, UpstreamClient } from "./upstream.ts";
@@ -182,7 +181,7 @@ export class Desk {
     const signer = this.signerNow;
     const make: ReceiptMaker = (f) => {
       const envelope = signer.sign({
-        id: newId("rcpt"),
+        id: f.receiptId,
         issued_at: new Date(f.issuedAt).toISOString(),
         org_id: f.orgId,
         key_id: f.keyId,

@@ -3,7 +3,8 @@
 // UPDATE (the period reset folded in), and each settlement moves the money, appends the receipt
 // and appends the audit row in one transaction, so a crash leaves all three or none.
 import type { Database } from "bun:sqlite";
-import { constantTimeEqual } from "../desk/secrets.ts";
+import { periodOf } from "../desk/period.ts";
+import { constantTimeEqual, newId } from "../desk/secrets.ts";
 import { openLedger } from "./database.ts";
 import { DESK_MIGRATIONS } from "./desk-migrations.ts";
 
@@ -110,6 +111,8 @@ export type ChainLink = { seq: number; prevSha256: string | null };
 
 /** What the ledger knows when a receipt is made, inside the transaction that stores it. */
 export type ReceiptFacts = {
+  /** The id the receipt must carry (chosen by the ledger, which stores it with the call). */
+  receiptId: string;
   link: ChainLink;
   keyId: string;
   orgId: string;
@@ -568,7 +571,7 @@ export class DeskLedger {
         }
         const key = this.getKey(ctx.key.id);
         if (key === null || key.revoked_at !== null || (key.expires_at !== null && key.expires_at <= ctx.now)) return { kind: "key_gone" };
-        const remainingMc = this.remainingOf(ctx.key.id, ctx.period);
+        const remainingMc = key.budget_mc - (key.period === ctx.period ? key.spent_mc : 0);
         const receipt = this.appendReceipt(ctx, make, "refused_budget", 402, 0, remainingMc, ctx.period);
         this.countFailure(ctx.key.id, ctx.hour);
         this.appendAudit(ctx, "refused_budget", 402, receipt.id);
@@ -593,24 +596,32 @@ export class DeskLedger {
   ): SettleResult {
     return this.db
       .transaction((): SettleResult => {
+        const receiptId = newId("rcpt");
         const res = this.db
-          .query("UPDATE reservations SET state = 'settled', outcome = ? WHERE id = ? AND state = 'open' RETURNING *")
-          .get(outcome, reservationId) as ReservationRow | null;
+          .query("UPDATE reservations SET state = 'settled', outcome = ?, receipt_id = ? WHERE id = ? AND state = 'open' RETURNING *")
+          .get(outcome, receiptId, reservationId) as ReservationRow | null;
         if (res === null) {
           const prior = this.db.query("SELECT * FROM reservations WHERE id = ?").get(reservationId) as ReservationRow | null;
           if (prior === null) throw new DeskLedgerError("MISSING");
           const receipt = prior.receipt_id === null ? null : this.getReceipt(prior.receipt_id);
           return { kind: "already_settled", receipt, outcome: prior.outcome, remainingMc: this.remainingOf(prior.key_id, prior.period) };
         }
-        const key = this.getKey(res.key_id)!;
         const charged = outcome === "charged";
-        if (!charged) {
-          this.db.query("UPDATE keys SET spent_mc = spent_mc - ? WHERE id = ? AND period = ?").run(res.price_mc, res.key_id, res.period);
-          this.db.query("UPDATE spend SET spent_mc = spent_mc - ? WHERE key_id = ? AND period = ?").run(res.price_mc, res.key_id, res.period);
-          this.countFailure(res.key_id, hour);
-        }
-        // The key's period only moves forward, so it is the current one (or the reservation's).
-        const remainingMc = this.remainingOf(res.key_id, key.period);
+        // A refund, the failure count and the fresh key row in one statement; the key's spend
+        // drops only while it is still in the reservation's period.
+        const key = (
+          charged
+            ? this.getKey(res.key_id)
+            : this.db
+                .query(
+                  `UPDATE keys SET spent_mc = CASE WHEN period = :period THEN spent_mc - :price ELSE spent_mc END,
+                     fail_count = CASE WHEN fail_hour = :hour THEN fail_count ELSE 0 END + 1, fail_hour = :hour
+                   WHERE id = :id RETURNING *`,
+                )
+                .get({ id: res.key_id, period: res.period, price: res.price_mc, hour })
+        ) as KeyRow;
+        if (!charged) this.db.query("UPDATE spend SET spent_mc = spent_mc - ? WHERE key_id = ? AND period = ?").run(res.price_mc, res.key_id, res.period);
+        const remainingMc = key.budget_mc - (key.period === periodOf(key.reset, now) ? key.spent_mc : 0);
         const ctx: CallContext = {
           key,
           tool: res.tool,
@@ -621,8 +632,7 @@ export class DeskLedger {
           hour,
           period: res.period,
         };
-        const receipt = this.appendReceipt(ctx, make, outcome, httpStatus, charged ? res.price_mc : 0, remainingMc, res.period, resultSha256);
-        this.db.query("UPDATE reservations SET receipt_id = ? WHERE id = ?").run(receipt.id, reservationId);
+        const receipt = this.appendReceipt(ctx, make, outcome, httpStatus, charged ? res.price_mc : 0, remainingMc, res.period, resultSha256, receiptId);
         this.appendAudit(ctx, outcome, httpStatus, receipt.id);
         return { kind: "settled", receipt, remainingMc };
       })
@@ -662,12 +672,14 @@ export class DeskLedger {
     remainingMc: number,
     period: string,
     resultSha256: string | null = null,
+    receiptId: string = newId("rcpt"),
   ): StoredReceipt {
     const last = this.db.query("SELECT seq, sha256 FROM receipts WHERE key_id = ? ORDER BY seq DESC LIMIT 1").get(ctx.key.id) as {
       seq: number;
       sha256: string;
     } | null;
     const receipt = make({
+      receiptId,
       link: { seq: (last?.seq ?? 0) + 1, prevSha256: last?.sha256 ?? null },
       keyId: ctx.key.id,
       orgId: ctx.key.org_id,
