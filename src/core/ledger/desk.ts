@@ -528,9 +528,9 @@ export class DeskLedger {
   refuseNotAllowed(ctx: CallContext, make: ReceiptMaker): { receipt: StoredReceipt; remainingMc: number } {
     return this.db
       .transaction(() => {
-        const remainingMc = this.remainingOf(ctx.key.id, ctx.period);
+        const key = this.countFailure(ctx.key.id, ctx.hour)!;
+        const remainingMc = key.budget_mc - (key.period === ctx.period ? key.spent_mc : 0);
         const receipt = this.appendReceipt(ctx, make, "refused_not_allowed", 403, 0, remainingMc, ctx.period);
-        this.countFailure(ctx.key.id, ctx.hour);
         this.appendAudit(ctx, "refused_not_allowed", 403, receipt.id);
         return { receipt, remainingMc };
       })
@@ -569,11 +569,10 @@ export class DeskLedger {
             .get(ctx.key.id, ctx.key.org_id, ctx.tool, ctx.period, ctx.priceMc, ctx.upstreamCostMc, ctx.paramsSha256, ctx.now) as { id: number };
           return { kind: "reserved", reservationId: res.id, remainingMc: reserved.remaining };
         }
-        const key = this.getKey(ctx.key.id);
+        const key = this.countFailure(ctx.key.id, ctx.hour);
         if (key === null || key.revoked_at !== null || (key.expires_at !== null && key.expires_at <= ctx.now)) return { kind: "key_gone" };
         const remainingMc = key.budget_mc - (key.period === ctx.period ? key.spent_mc : 0);
         const receipt = this.appendReceipt(ctx, make, "refused_budget", 402, 0, remainingMc, ctx.period);
-        this.countFailure(ctx.key.id, ctx.hour);
         this.appendAudit(ctx, "refused_budget", 402, receipt.id);
         return { kind: "no_room", receipt, remainingMc };
       })
@@ -647,10 +646,11 @@ export class DeskLedger {
     return rows.map((r) => r.id);
   }
 
-  private countFailure(keyId: string, hour: string): void {
-    this.db
-      .query("UPDATE keys SET fail_count = CASE WHEN fail_hour = :hour THEN fail_count ELSE 0 END + 1, fail_hour = :hour WHERE id = :id")
-      .run({ id: keyId, hour });
+  /** Counts a failed call of the key in `hour` and returns the key row as it now is. */
+  private countFailure(keyId: string, hour: string): KeyRow | null {
+    return this.db
+      .query("UPDATE keys SET fail_count = CASE WHEN fail_hour = :hour THEN fail_count ELSE 0 END + 1, fail_hour = :hour WHERE id = :id RETURNING *")
+      .get({ id: keyId, hour }) as KeyRow | null;
   }
 
   private appendAudit(ctx: CallContext, outcome: string, httpStatus: number, receiptId: string | null): void {
