@@ -10,7 +10,7 @@ import type { Check } from "./verify.ts";
 const BASE64URL = /^[A-Za-z0-9_-]*$/;
 
 /** The bytes of `text`, or null unless it is the one canonical unpadded base64url spelling. */
-export function decodeBase64urlWeb(text: string): Uint8Array | null {
+export function decodeBase64urlWeb(text: string): Uint8Array<ArrayBuffer> | null {
   if (text.length % 4 === 1 || !BASE64URL.test(text)) return null;
   const binary = atob(text.replace(/-/g, "+").replace(/_/g, "/") + "=".repeat((4 - (text.length % 4)) % 4));
   const bytes = Uint8Array.from(binary, (c) => c.charCodeAt(0));
@@ -24,7 +24,7 @@ export function encodeBase64urlWeb(bytes: Uint8Array): string {
   return btoa(binary).replace(/\+/g, "-").replace(/\//g, "_").replace(/=+$/, "");
 }
 
-async function sha256(bytes: Uint8Array): Promise<Uint8Array> {
+async function sha256(bytes: Uint8Array<ArrayBuffer>): Promise<Uint8Array<ArrayBuffer>> {
   return new Uint8Array(await crypto.subtle.digest("SHA-256", bytes));
 }
 
