@@ -79,12 +79,25 @@ export async function runServeMcp(options: { version: string; streams: Streams }
   const { promise: closed, resolve: onClosed } = Promise.withResolvers<void>();
   const transport = new StdioServerTransport();
   transport.onclose = () => onClosed();
+  // Answers still being written when stdin closes must reach the client before we leave.
+  const sending = new Set<Promise<void>>();
+  const send = transport.send.bind(transport);
+  transport.send = (message, sendOptions) => {
+    const written = send(message, sendOptions);
+    sending.add(written);
+    void written.finally(() => sending.delete(written)).catch(() => {});
+    return written;
+  };
   await server.connect(transport);
   info(options.streams, `serve-mcp ready on stdio; approver ${config.url.origin}`);
 
   // The client closed stdin or we were asked to stop: answer the calls already made, then leave.
+  // The SDK sends an answer a few microtasks after its handler settles: one macrotask later every
+  // answer of a settled call has been handed to `send`.
   const close = () =>
     void Promise.allSettled([...inFlight])
+      .then(() => new Promise((resolve) => setImmediate(resolve)))
+      .then(() => Promise.allSettled([...sending]))
       .then(() => server.close())
       .catch(() => onClosed());
   process.stdin.once("end", close);
