@@ -4,16 +4,41 @@ import { randomBytes } from "node:crypto";
 import { chmodSync, closeSync, existsSync, mkdirSync, openSync, readFileSync, renameSync, statSync, writeSync } from "node:fs";
 import { join, resolve } from "node:path";
 import { failure } from "../../cli/voice.ts";
+import { DataDirLock, LOCK_FILE } from "../../core/ledger/desk-lock.ts";
 
 export const DB_FILE = "desk.db";
 export const SIGNING_KEY_FILE = "receipt-signing.key";
 export const SEALING_KEY_FILE = "sealing.key";
 
-export type DataDir = { path: string; db: string; signingKey: string; sealingKey: string };
+export type DataDir = { path: string; db: string; signingKey: string; sealingKey: string; lock: string };
 
 export function dataDirPaths(dir: string): DataDir {
   const path = resolve(dir);
-  return { path, db: join(path, DB_FILE), signingKey: join(path, SIGNING_KEY_FILE), sealingKey: join(path, SEALING_KEY_FILE) };
+  return {
+    path,
+    db: join(path, DB_FILE),
+    signingKey: join(path, SIGNING_KEY_FILE),
+    sealingKey: join(path, SEALING_KEY_FILE),
+    lock: join(path, LOCK_FILE),
+  };
+}
+
+/**
+ * Takes the data directory's lock before anything else touches it, or stops: a second desk on
+ * the same ledger would refund the first one's calls in flight as abandoned at its start-up.
+ */
+export function lockDataDir(d: DataDir): DataDirLock {
+  mkdirSync(d.path, { recursive: true, mode: 0o700 });
+  try {
+    createSecretFile(d.lock, new Uint8Array());
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code !== "EEXIST") throw failure(`cannot create ${d.lock}: ${(err as NodeJS.ErrnoException).code ?? "error"}`);
+  }
+  const lock = DataDirLock.acquire(d.lock, process.pid, Date.now());
+  if (lock === null) {
+    throw failure(`another desk is running on ${d.path} (it holds ${d.lock})`, "stop that desk first, or give this desk its own --data directory");
+  }
+  return lock;
 }
 
 /** Writes a new secret file: O_EXCL (never overwrites), mode 0600. */

@@ -7,7 +7,7 @@ import { newAdminToken, sha256 } from "../../core/desk/secrets.ts";
 import { DeskLedger } from "../../core/ledger/desk.ts";
 import { generateSigningKey, loadSigner, ReceiptKeyError } from "../../core/receipt/index.ts";
 import { checkLedger } from "./check.ts";
-import { dataDirPaths, prepareDataDir, privateSideFiles, readSecret, replaceSecretFile } from "./data-dir.ts";
+import { dataDirPaths, lockDataDir, prepareDataDir, privateSideFiles, readSecret, replaceSecretFile } from "./data-dir.ts";
 import { ABANDON_MARGIN_MS, DEFAULT_UPSTREAM_TIMEOUT_MS, Desk, SealedHeadersError } from "./desk.ts";
 import { createHandler } from "./http.ts";
 
@@ -91,6 +91,8 @@ export async function runDesk(run: DeskRun): Promise<void> {
   const configured = configuredAdminToken(run);
   const tls = loadTls(flags);
   const paths = dataDirPaths(flags.data ?? "./desk-data");
+  // Held until exit (the kernel drops it even on SIGKILL): one desk per data directory.
+  const lock = lockDataDir(paths);
   const { created } = prepareDataDir(paths, () => generateSigningKey().privatePem);
 
   let signer: ReturnType<typeof loadSigner>;
@@ -187,6 +189,7 @@ export async function runDesk(run: DeskRun): Promise<void> {
   await desk.close();
   await ledger.stopCheckpointer();
   ledger.close();
+  lock.release();
   log("desk stopped");
 }
 

@@ -1,0 +1,95 @@
+// The compiled desk (`dist/ask-only desk`) as a real process, for the reliability tests and the
+// desk soak: started on a data directory, its URL read from its log line, stopped by signal.
+import { BINARY, testEnv } from "./binary.ts";
+
+export const DESK_TOKEN = "reliability-admin-token-0123456789abcdefghijklmnop";
+
+/** Collects a stream's text as it arrives; `until` resolves when the text matches. */
+export function collectText(stream: ReadableStream<Uint8Array>) {
+  let text = "";
+  const watchers: { re: RegExp; resolve: (m: RegExpExecArray) => void; reject: (e: Error) => void }[] = [];
+  const done = (async () => {
+    const decoder = new TextDecoder();
+    for await (const chunk of stream as unknown as AsyncIterable<Uint8Array>) {
+      text += decoder.decode(chunk, { stream: true });
+      for (const w of [...watchers]) {
+        const m = w.re.exec(text);
+        if (m) {
+          watchers.splice(watchers.indexOf(w), 1);
+          w.resolve(m);
+        }
+      }
+    }
+    for (const w of watchers.splice(0)) w.reject(new Error(`stream ended without ${w.re}: ${text}`));
+  })();
+  return {
+    text: () => text,
+    done,
+    until: (re: RegExp) =>
+      new Promise<RegExpExecArray>((resolve, reject) => {
+        const m = re.exec(text);
+        if (m) return resolve(m);
+        watchers.push({ re, resolve, reject });
+      }),
+  };
+}
+
+export type DeskProcess = {
+  url: string;
+  proc: ReturnType<typeof Bun.spawn>;
+  stdout: () => string;
+  stderr: () => string;
+  admin(method: string, path: string, body?: unknown): Promise<Response>;
+  /** SIGTERM and the exit code. */
+  stop(): Promise<number>;
+  /** SIGKILL and the exit code. */
+  kill(): Promise<number>;
+};
+
+/** Starts the binary on `data` and resolves once it listens (rejects if it exits first). */
+export async function startDeskProcess(data: string, extraArgs: string[] = []): Promise<DeskProcess> {
+  const proc = Bun.spawn([BINARY, "desk", "--listen", "127.0.0.1:0", "--data", data, ...extraArgs], {
+    env: testEnv({ ASK_ONLY_DESK_ADMIN_TOKEN: DESK_TOKEN }),
+    stdout: "pipe",
+    stderr: "pipe",
+  });
+  const out = collectText(proc.stdout as ReadableStream<Uint8Array>);
+  const err = collectText(proc.stderr as ReadableStream<Uint8Array>);
+  const url = (await err.until(/desk listening on (https?:\/\/127\.0\.0\.1:\d+)/))[1]!;
+  const end = async (signal: "SIGTERM" | "SIGKILL") => {
+    proc.kill(signal);
+    const code = await proc.exited;
+    await Promise.all([out.done, err.done]);
+    return code;
+  };
+  return {
+    url,
+    proc,
+    stdout: out.text,
+    stderr: err.text,
+    admin: (method, path, body) =>
+      fetch(`${url}${path}`, {
+        method,
+        headers: { authorization: `Bearer ${DESK_TOKEN}`, ...(body === undefined ? {} : { "content-type": "application/json" }) },
+        ...(body === undefined ? {} : { body: JSON.stringify(body) }),
+      }),
+    stop: () => end("SIGTERM"),
+    kill: () => end("SIGKILL"),
+  };
+}
+
+/** The admin call's JSON, or an error naming the status (set-up steps that must succeed). */
+export async function adminJson(desk: DeskProcess, method: string, path: string, body?: unknown): Promise<Record<string, unknown>> {
+  const r = await desk.admin(method, path, body);
+  if (r.status >= 300) throw new Error(`${method} ${path}: ${r.status} ${await r.text()}`);
+  return (await r.json()) as Record<string, unknown>;
+}
+
+/** One call of a tool through the desk's REST API. */
+export function callTool(url: string, secret: string, tool: string, args: unknown): Promise<Response> {
+  return fetch(`${url}/v1/tools/${tool}`, {
+    method: "POST",
+    headers: { authorization: `Bearer ${secret}`, "content-type": "application/json" },
+    body: JSON.stringify(args),
+  });
+}
