@@ -3,6 +3,7 @@
 import { Command, CommanderError, Option } from "commander";
 import { CliError, printError, processStreams, usageError } from "./cli/voice.ts";
 import * as usage from "./cli/usage.ts";
+import type { DeskFlags } from "./commands/desk/index.ts";
 
 declare const ASK_ONLY_VERSION: string | undefined;
 const VERSION = typeof ASK_ONLY_VERSION === "string" ? ASK_ONLY_VERSION : "0.0.0-dev";
@@ -58,9 +59,11 @@ export function buildProgram(): Command {
       .option("--admin-token-file <path>")
       .option("--tls-cert <path>")
       .option("--tls-key <path>")
-      .option("--upstream-timeout <secs>"),
+      .option("--upstream-timeout <secs>")
+      .option("--allowed-host <host>", "", collect, [] as string[])
+      .option("--trust-proxy"),
     usage.DESK_USAGE,
-  ).action(async (flags: Record<string, string | undefined>) => {
+  ).action(async (flags: DeskFlags) => {
     const { runDesk } = await import("./commands/desk/index.ts");
     await runDesk({ flags, env: process.env, streams: processStreams });
   });

@@ -62,6 +62,13 @@ export const ERRORS = {
   UPSTREAM_EXISTS: { http: 409, mcp: "http", meaning: "an upstream with this name exists" },
   UPSTREAM_UNREACHABLE: { http: 502, mcp: "http", meaning: "the MCP handshake with the upstream failed" },
   VALUE_INVALID: { http: 400, mcp: "http", meaning: "a field of an operator request has a bad value" },
+
+  // --- desk: the MCP endpoint and the sandbox ---
+  HOST_REFUSED: { http: 403, mcp: "http", meaning: "the Host or Origin header names a site this desk does not serve" },
+  METHOD_NOT_ALLOWED: { http: 405, mcp: "http", meaning: "the MCP endpoint is stateless: POST only" },
+  SANDBOX_OFF: { http: 404, mcp: "http", meaning: "the operator has not turned the sandbox on" },
+  SANDBOX_LIMIT: { http: 429, mcp: "http", meaning: "this network has had its sandbox keys for this UTC day" },
+  ADDRESS_UNKNOWN: { http: 400, mcp: "http", meaning: "the caller's address could not be read (behind --trust-proxy: no X-Forwarded-For)" },
 } as const satisfies Record<string, ErrorSpec>;
 
 export type ErrorCode = keyof typeof ERRORS;

@@ -7,6 +7,7 @@ import { DeskLedgerError, type KeyRow } from "../../core/ledger/desk.ts";
 import type { ErrorCode } from "../../core/errors.ts";
 import { type Desk, DeskError } from "./desk.ts";
 import { HttpFailure, pathSegment, readJson } from "./http.ts";
+import { sandboxAdmin } from "./sandbox.ts";
 
 export const UPSTREAM_NAME = /^[a-z][a-z0-9-]{0,31}$/;
 /** The largest budget or price: stays an exact integer through JSON and SQLite. */
@@ -55,6 +56,10 @@ export function adminRoutes(desk: Desk): AdminRouter {
         return audit(desk, url);
       case "GET receipts":
         return exportReceipts(desk, url);
+      case "GET sandbox":
+      case "PUT sandbox":
+      case "DELETE sandbox":
+        return sandboxAdmin(desk, req);
       case "POST signing-key/:":
         if (parts[1] === "rotate") return rotateSigningKey(desk);
         break;

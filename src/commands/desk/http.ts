@@ -7,6 +7,8 @@ import type { Envelope } from "../../core/receipt/index.ts";
 import { adminRoutes } from "./admin.ts";
 import { type ClearingOutcome, clear, validKey } from "./clearing.ts";
 import type { Desk } from "./desk.ts";
+import { MCP_PATH, mcpEndpoint } from "./mcp.ts";
+import { type PeerSource, sandboxKey } from "./sandbox.ts";
 
 /** Largest request body accepted (tool arguments and operator requests). */
 export const MAX_BODY_BYTES = 1024 * 1024;
@@ -16,9 +18,18 @@ export type HandlerOptions = {
   adminTokenSha256: Uint8Array;
   /** Called with the fault when a request fails on the desk's side (answered INTERNAL). */
   onInternal?: (err: unknown) => void;
+  /** The --listen hostname: the MCP endpoint accepts it as a Host (with loopback names). */
+  listenHostname?: string;
+  /** More Host values the MCP endpoint accepts (--allowed-host). */
+  allowedHosts?: readonly string[];
+  /** Read the sandbox caller's address from X-Forwarded-For (--trust-proxy). */
+  trustProxy?: boolean;
 };
 
-export type Handler = (req: Request) => Promise<Response>;
+/** Bun.serve's server as `fetch` receives it: its port (MCP Host check) and peer addresses (sandbox). */
+export type ServerInfo = PeerSource & { readonly port?: number | undefined };
+
+export type Handler = (req: Request, server?: ServerInfo) => Promise<Response>;
 
 /** A failure to answer with `{"error":CODE}` from anywhere below the handler. */
 export class HttpFailure extends Error {
@@ -35,10 +46,17 @@ export function createHandler(desk: Desk, options: HandlerOptions): Handler {
     return token !== null && constantTimeEqual(sha256(token), options.adminTokenSha256);
   };
 
-  return async (req) => {
+  const mcp = mcpEndpoint(desk, { ...options, maxBodyBytes: MAX_BODY_BYTES });
+
+  return async (req, server) => {
     const url = new URL(req.url);
     const path = url.pathname;
     try {
+      if (path === MCP_PATH) return await mcp(req, server);
+      if (path === "/v1/sandbox/keys") {
+        if (req.method !== "POST") throw new HttpFailure("NOT_FOUND");
+        return sandboxKey(desk, req, server, options.trustProxy === true);
+      }
       if (path.startsWith("/v1/tools/") && path.length > "/v1/tools/".length) {
         if (req.method !== "POST") throw new HttpFailure("NOT_FOUND");
         return await toolCall(desk, req, pathSegment(path.slice("/v1/tools/".length)), options);

@@ -24,6 +24,9 @@ export type DeskFlags = {
   tlsCert?: string;
   tlsKey?: string;
   upstreamTimeout?: string;
+  /** Extra Host values for the MCP endpoint (repeatable --allowed-host). */
+  allowedHost?: string[];
+  trustProxy?: boolean;
 };
 
 export type DeskRun = { flags: DeskFlags; env: Record<string, string | undefined>; streams: Streams };
@@ -42,6 +45,16 @@ export function parseTimeout(text: string | undefined): number {
     throw usageError(`--upstream-timeout ${text} is not a number of seconds between 0 and 600`);
   }
   return Math.round(secs * 1000);
+}
+
+/** --allowed-host values: NAME or NAME:PORT, checked here so a typo stops the desk at start. */
+export function parseAllowedHosts(values: string[] | undefined): string[] {
+  return (values ?? []).map((v) => {
+    if (!/^(\[[0-9a-fA-F:.]+\]|[A-Za-z0-9.-]+)(:\d{1,5})?$/.test(v)) {
+      throw usageError(`--allowed-host ${v} is not NAME or NAME:PORT`, "e.g. --allowed-host desk.example.com");
+    }
+    return v.toLowerCase();
+  });
 }
 
 /** The admin token given by file or environment (checked), or null when neither is set. */
@@ -160,6 +173,9 @@ export async function runDesk(run: DeskRun): Promise<void> {
 
   const handler = createHandler(desk, {
     adminTokenSha256: adminHash,
+    listenHostname: listen.hostname,
+    allowedHosts: parseAllowedHosts(flags.allowedHost),
+    trustProxy: flags.trustProxy === true,
     onInternal: (err) => log(`internal error: ${err instanceof Error ? `${err.name}: ${err.message}` : "unknown"}`),
   });
   // An upstream call may be silent for the whole timeout: keep the agent's connection open.

@@ -130,4 +130,26 @@ CREATE TRIGGER audit_no_update BEFORE UPDATE ON audit BEGIN SELECT RAISE(ABORT, 
 CREATE TRIGGER audit_no_delete BEFORE DELETE ON audit BEGIN SELECT RAISE(ABORT, 'the audit log is append-only'); END;
 `;
 
-export const DESK_MIGRATIONS: readonly Migration[] = [{ name: "desk ledger", sql: V1 }];
+// The public sandbox: its settings (one row while it is on) and the keys handed out per network
+// and UTC day. The conditional upsert on sandbox_grants is the whole limit: no read-then-write.
+const V2 = `
+CREATE TABLE sandbox (
+  id INTEGER PRIMARY KEY CHECK (id = 1),
+  tools TEXT NOT NULL,
+  budget_mc INTEGER NOT NULL CHECK (budget_mc >= 0),
+  ttl_s INTEGER NOT NULL CHECK (ttl_s > 0),
+  updated_at INTEGER NOT NULL
+) STRICT;
+
+CREATE TABLE sandbox_grants (
+  day TEXT NOT NULL,
+  network TEXT NOT NULL,
+  count INTEGER NOT NULL CHECK (count >= 1),
+  PRIMARY KEY (day, network)
+) STRICT, WITHOUT ROWID;
+`;
+
+export const DESK_MIGRATIONS: readonly Migration[] = [
+  { name: "desk ledger", sql: V1 },
+  { name: "desk sandbox", sql: V2 },
+];
