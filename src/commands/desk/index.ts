@@ -101,6 +101,7 @@ export async function runDesk(run: DeskRun): Promise<void> {
   const { streams, flags } = run;
   const listen = parseListen(flags.listen ?? "127.0.0.1:8787");
   const timeoutMs = parseTimeout(flags.upstreamTimeout);
+  const allowedHosts = parseAllowedHosts(flags.allowedHost);
   const configured = configuredAdminToken(run);
   const tls = loadTls(flags);
   const paths = dataDirPaths(flags.data ?? "./desk-data");
@@ -174,7 +175,7 @@ export async function runDesk(run: DeskRun): Promise<void> {
   const handler = createHandler(desk, {
     adminTokenSha256: adminHash,
     listenHostname: listen.hostname,
-    allowedHosts: parseAllowedHosts(flags.allowedHost),
+    allowedHosts,
     trustProxy: flags.trustProxy === true,
     onInternal: (err) => log(`internal error: ${err instanceof Error ? `${err.name}: ${err.message}` : "unknown"}`),
   });
