@@ -7,6 +7,7 @@ import { newAdminToken, sha256 } from "../../core/desk/secrets.ts";
 import { DeskLedger } from "../../core/ledger/desk.ts";
 import { generateSigningKey, loadSigner, ReceiptKeyError } from "../../core/receipt/index.ts";
 import { checkLedger } from "./check.ts";
+import { consoleRoutes } from "./console.ts";
 import { dataDirPaths, lockDataDir, prepareDataDir, privateSideFiles, readSecret, replaceSecretFile } from "./data-dir.ts";
 import { ABANDON_MARGIN_MS, DEFAULT_UPSTREAM_TIMEOUT_MS, Desk, SealedHeadersError } from "./desk.ts";
 import { createHandler } from "./http.ts";
@@ -186,6 +187,8 @@ export async function runDesk(run: DeskRun): Promise<void> {
     server = Bun.serve({
       hostname: listen.hostname,
       port: listen.port,
+      // The operator console (embedded page and assets, with its security headers).
+      routes: consoleRoutes(),
       fetch: handler,
       idleTimeout: idleSeconds > 255 ? 0 : idleSeconds,
       ...(tls ? { tls } : {}),

@@ -1,0 +1,98 @@
+// The operator API from the browser. The admin token lives in sessionStorage only (gone when the
+// tab closes; never a cookie, so no other site can make the browser send it; never localStorage
+// or the URL, so it is not left on disk or in history and referrers) and goes out as a bearer
+// header on same-origin requests.
+
+const TOKEN_KEY = "ask-only.admin-token";
+
+export const token = {
+  get: (): string | null => sessionStorage.getItem(TOKEN_KEY),
+  set: (value: string) => sessionStorage.setItem(TOKEN_KEY, value),
+  clear: () => sessionStorage.removeItem(TOKEN_KEY),
+};
+
+/** A refusal from the desk: its error code (the only thing the wire carries) and status. */
+export class ApiError extends Error {
+  constructor(
+    readonly code: string,
+    readonly status: number,
+  ) {
+    super(code);
+  }
+}
+
+/** Called when the desk refuses the token, so the app can return to sign-in. */
+let onSignedOut: () => void = () => {};
+export function whenSignedOut(fn: () => void): void {
+  onSignedOut = fn;
+}
+
+async function send(method: string, path: string, body?: unknown): Promise<Response> {
+  const headers: Record<string, string> = {};
+  const t = token.get();
+  if (t !== null) headers.authorization = `Bearer ${t}`;
+  if (body !== undefined) headers["content-type"] = "application/json";
+  const res = await fetch(path, { method, headers, body: body === undefined ? null : JSON.stringify(body), credentials: "omit", cache: "no-store" });
+  if (!res.ok) {
+    let code = `HTTP_${res.status}`;
+    try {
+      const data = (await res.json()) as { error?: unknown };
+      if (typeof data.error === "string") code = data.error;
+    } catch {
+      // not JSON: keep the status
+    }
+    if (code === "ADMIN_TOKEN_INVALID") onSignedOut();
+    throw new ApiError(code, res.status);
+  }
+  return res;
+}
+
+/** A JSON call to the desk; throws ApiError with the desk's code on any non-2xx answer. */
+export async function api<T>(method: string, path: string, body?: unknown): Promise<T> {
+  return (await (await send(method, path, body)).json()) as T;
+}
+
+/** A text answer (the JSONL receipts export). */
+export async function apiText(path: string): Promise<string> {
+  return (await send("GET", path)).text();
+}
+
+/** `?a=1&b=2` from the non-empty entries. */
+export function query(params: Record<string, string | undefined>): string {
+  const q = new URLSearchParams();
+  for (const [k, v] of Object.entries(params)) if (v !== undefined && v !== "") q.set(k, v);
+  const text = q.toString();
+  return text === "" ? "" : `?${text}`;
+}
+
+// Shapes the console reads (see SPEC.md section 8.6).
+export type Org = { org_id: string; name: string; created_at: string };
+export type Key = {
+  key_id: string;
+  org_id: string;
+  name: string;
+  budget_mc: number;
+  spent_mc: number;
+  remaining_mc: number;
+  reset: "none" | "daily" | "monthly";
+  period: string;
+  allow: string[];
+  prices: Record<string, number>;
+  expires_at: string | null;
+  revoked_at: string | null;
+  created_at: string;
+};
+export type Upstream = { name: string; url: string; header_names: string[]; created_at: string; refreshed_at: string };
+export type Tool = { name: string; upstream: string; description: string; price_mc: number; upstream_cost_mc: number; active: boolean };
+export type AuditRow = {
+  at: string;
+  org_id: string;
+  key_id: string;
+  tool: string;
+  outcome: string;
+  http_status: number;
+  price_mc: number;
+  upstream_cost_mc: number;
+  margin_mc: number;
+  receipt_id: string | null;
+};
