@@ -331,4 +331,21 @@ describe("operator console (chromium, compiled desk)", () => {
     expect(requests.filter((u) => u.includes(TOKEN))).toEqual([]);
     expect(desk.stderr()).not.toContain("internal error");
   });
+
+  test("the checks above can fail: an injected inline script and style are blocked and recorded", async () => {
+    const violation = (directive: string) =>
+      page.waitForEvent("console", { predicate: (m) => m.text().startsWith(`CSP-VIOLATION ${directive}`), timeout: STEP_MS });
+    const seen = Promise.all([violation("style-src"), violation("script-src")]);
+    await page.evaluate(() => {
+      const style = document.createElement("style");
+      style.textContent = "body { background: red }";
+      document.head.append(style);
+      const script = document.createElement("script");
+      script.textContent = "window.injectedRan = true";
+      document.head.append(script);
+    });
+    await seen;
+    expect(cspViolations.some((v) => v.startsWith("CSP-VIOLATION style-src"))).toBe(true);
+    expect(await page.evaluate(() => (window as unknown as { injectedRan?: boolean }).injectedRan)).toBeUndefined();
+  });
 });

@@ -50,12 +50,17 @@ function currentRoute(): { page: Page; params: URLSearchParams } {
 let main: HTMLElement | null = null;
 let nav: HTMLElement | null = null;
 
+/** The first page after sign-in keeps the "Signed in." line; later pages start blank. */
+let first = true;
+
 async function route(): Promise<void> {
   if (main === null || nav === null) return;
   const { page, params } = currentRoute();
   for (const a of Array.from(nav.querySelectorAll("a"))) a.classList.toggle("active", a.getAttribute("href") === `#${page.id}`);
   document.title = `${page.title} · ask-only desk`;
   const view = h("div", { class: "page", "data-page": page.id });
+  if (!first) notify("");
+  first = false;
   fill(main, h("h1", {}, page.title), view);
   await attempt(`Loading ${page.title.toLowerCase()}`, () => page.render(view, params));
 }
@@ -72,6 +77,7 @@ function showShell(): void {
     signIn();
   });
   fill(root, h("header", {}, h("span", { class: "brand" }, "ask-only desk"), nav, signOut), status, main);
+  first = true;
   notify("Signed in.");
   void route();
 }

@@ -3,7 +3,7 @@
 import { api, type Key, type Org, query, type Tool } from "./api.ts";
 import { field, fill, h, labelled, table } from "./dom.ts";
 import { confirmButton } from "./dom.ts";
-import { parseMc } from "./money.ts";
+import { hint, mc, parseMc } from "./money.ts";
 import { attempt, budgetBar, money, mono, notify, orgSelect, type Page, rerender, section, utcFromLocalInput, when } from "./ui.ts";
 
 function status(k: Key): { text: string; cls: string } {
@@ -197,7 +197,7 @@ export const keysPage: Page = {
         h("td", {}, mono(k.key_id)),
         h("td", {}, k.name === "" ? h("span", { class: "muted" }, "—") : k.name),
         h("td", {}, orgName.get(k.org_id) ?? "", h("br"), mono(k.org_id, "small")),
-        h("td", { class: "budget" }, budgetBar(k.spent_mc, k.budget_mc), h("div", { class: "small" }, money(k.spent_mc), " of ", money(k.budget_mc))),
+        h("td", { class: "budget" }, budgetBar(k.spent_mc, k.budget_mc), h("div", { class: "mono small" }, `${mc(k.spent_mc)} of ${mc(k.budget_mc)}`), h("div", { class: "hint" }, `${hint(k.spent_mc)} of ${hint(k.budget_mc)}`)),
         h("td", {}, money(k.remaining_mc)),
         h("td", {}, k.reset, h("br"), mono(k.period, "small")),
         h("td", { title: k.allow.join("\n") }, `${k.allow.length} tool${k.allow.length === 1 ? "" : "s"}`, Object.keys(k.prices).length > 0 ? h("div", { class: "small muted" }, `${Object.keys(k.prices).length} own price(s)`) : null),

@@ -5,7 +5,7 @@ import type { Check } from "../../../core/receipt/verify.ts";
 import { importJwksWeb, verifyResponseWeb } from "../../../core/receipt/verify-web.ts";
 import { api, apiText, type Org, query } from "./api.ts";
 import { confirmButton, field, fill, h, labelled, table } from "./dom.ts";
-import { attempt, mono, notify, orgSelect, type Page, rerender, section, utcFromLocalInput } from "./ui.ts";
+import { attempt, money, mono, notify, orgSelect, type Page, rerender, section, utcFromLocalInput } from "./ui.ts";
 
 const JWKS_PATH = "/.well-known/receipt-signing-key.json";
 
@@ -72,8 +72,10 @@ function viewer(initial: string): HTMLElement {
         ),
         readable
           ? table(
-              ["Field", "Readable copy"],
-              Object.entries(readable).map(([k, v]) => h("tr", {}, h("td", { class: "mono" }, k), h("td", { class: "mono" }, v === null ? "null" : String(v)))),
+              ["Field", "Receipt (readable copy, as saved)"],
+              Object.entries(readable).map(([k, v]) =>
+                h("tr", {}, h("td", { class: "mono" }, k), h("td", {}, k.endsWith("_mc") && typeof v === "number" ? money(v) : mono(v === null ? "null" : String(v)))),
+              ),
             )
           : null,
       );
