@@ -246,7 +246,6 @@ describe("operator console (chromium, compiled desk)", () => {
     await statusMatching(/Saved key/);
     expect(await page.locator(`tr[data-key="${keyId}"]`).textContent()).toContain("7,500 mc");
     await page.locator(".secret-panel").waitFor({ state: "detached", timeout: STEP_MS });
-    await shot("keys");
   });
 
   test("a paid call through the REST API shows in the audit and the chart", async () => {
@@ -301,6 +300,8 @@ describe("operator console (chromium, compiled desk)", () => {
   test("rotate stops the old secret; revoke refuses the next call", async () => {
     await go("#keys", "keys");
     const row = page.locator(`tr[data-key="${keyId}"]`);
+    expect(await row.textContent()).toContain("2,500 mc of 7,500 mc");
+    await shot("keys");
     await row.getByRole("button", { name: "Rotate" }).click();
     await row.getByRole("button", { name: "Confirm rotate" }).click();
     const panel = page.locator(".secret-panel");
