@@ -2,7 +2,7 @@
 // while the first serves, so it can never refund the first one's calls in flight as abandoned;
 // a desk killed with SIGKILL leaves no lock behind, and the next one starts and recovers.
 import { afterAll, beforeAll, describe, expect, setDefaultTimeout, test } from "bun:test";
-import { statSync } from "node:fs";
+import { mkdirSync, statSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { runBinary } from "../helpers/binary.ts";
 import { adminJson, callTool, DESK_TOKEN, startDeskProcess } from "../helpers/desk-process.ts";
@@ -81,5 +81,19 @@ describe("one desk per data directory (binary)", () => {
     }
     const check = await runBinary(["desk", "check", "--data", data]);
     expect(check.code).toBe(0);
+  });
+
+  test("a lock file that is not one stops the desk with a hint, before it touches the ledger", async () => {
+    await using tmp = tempDir();
+    const data = join(tmp.path, "d");
+    mkdirSync(data, { mode: 0o700 });
+    writeFileSync(join(data, "desk.lock"), "x".repeat(200), { mode: 0o600 });
+    const r = await runBinary(["desk", "--listen", "127.0.0.1:0", "--data", data], { env: { ASK_ONLY_DESK_ADMIN_TOKEN: DESK_TOKEN } });
+    expect(r.code).toBe(1);
+    expect(r.stdout).toBe("");
+    expect(r.stderr).toBe(
+      `ask-only: error: cannot lock ${join(data, "desk.lock")}: SQLITE_NOTADB\nask-only: hint: if no desk runs on this directory, remove that file\n`,
+    );
+    expect(() => statSync(join(data, "desk.db"))).toThrow();
   });
 });

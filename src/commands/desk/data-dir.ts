@@ -34,7 +34,13 @@ export function lockDataDir(d: DataDir): DataDirLock {
   } catch (err) {
     if ((err as NodeJS.ErrnoException).code !== "EEXIST") throw failure(`cannot create ${d.lock}: ${(err as NodeJS.ErrnoException).code ?? "error"}`);
   }
-  const lock = DataDirLock.acquire(d.lock, process.pid, Date.now());
+  let lock: DataDirLock | null;
+  try {
+    lock = DataDirLock.acquire(d.lock, process.pid, Date.now());
+  } catch (err) {
+    // Not a lock file SQLite can open (overwritten by hand, say): nothing to tell who holds it.
+    throw failure(`cannot lock ${d.lock}: ${String((err as { code?: unknown }).code ?? "error")}`, "if no desk runs on this directory, remove that file");
+  }
   if (lock === null) {
     throw failure(`another desk is running on ${d.path} (it holds ${d.lock})`, "stop that desk first, or give this desk its own --data directory");
   }
