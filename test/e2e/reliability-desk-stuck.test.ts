@@ -96,6 +96,13 @@ function stallingProxy(targetPort: number): Promise<StallingProxy> {
   );
 }
 
+/** A fresh key of the test's org allowed `tool` (the first desk's secrets stay with that test). */
+async function stuckSecretOf(desk: Awaited<ReturnType<typeof startDeskProcess>>, tool: string): Promise<string> {
+  const orgs = (await (await desk.admin("GET", "/admin/orgs")).json()) as { org_id: string }[];
+  const key = await adminJson(desk, "POST", "/admin/keys", { org_id: orgs[0]!.org_id, budget_mc: 10_000, reset: "none", allow: [tool] });
+  return key.secret as string;
+}
+
 let fx: UpstreamFixture;
 const proxies: StallingProxy[] = [];
 beforeAll(() => {
@@ -188,6 +195,26 @@ describe("the desk against stuck and dribbling upstreams (binary)", () => {
       expect(k.spent_mc).toBe(2_000);
     } finally {
       expect(await desk.stop()).toBe(0);
+    }
+
+    // A restarted desk has no session yet: its MCP handshake meets the silence and the dribble.
+    const again = await startDeskProcess(data, ["--upstream-timeout", String(TIMEOUT_MS / 1000)]);
+    try {
+      const secrets = [await stuckSecretOf(again, "silent__echo"), await stuckSecretOf(again, "drip__echo"), await stuckSecretOf(again, "fast__echo")];
+      const t0 = performance.now();
+      const [s, d, fast] = await Promise.all(
+        ["silent__echo", "drip__echo", "fast__echo"].map((tool, i) => callTool(again.url, secrets[i]!, tool, { text: "after restart" })),
+      );
+      const elapsed = performance.now() - t0;
+      expect(fast.status).toBe(200);
+      for (const r of [s, d]) {
+        expect(r.status).toBe(504);
+        expect(((await r.json()) as { error: string }).error).toBe("UPSTREAM_TIMEOUT");
+        expect(r.headers.get("x-clearing-outcome")).toBe("refunded_timeout");
+      }
+      expect(elapsed).toBeLessThan(TIMEOUT_MS + SLACK_MS);
+    } finally {
+      expect(await again.stop()).toBe(0);
     }
     const check = await runBinary(["desk", "check", "--data", data]);
     expect(check.code).toBe(0);
