@@ -10,8 +10,8 @@ export const orgsPage: Page = {
     const orgs = await api<Org[]>("GET", "/admin/orgs");
     const form = h(
       "form",
-      { class: "inline" },
-      labelled("Name", h("input", { name: "name", required: true, maxlength: 200 })),
+      { class: "row" },
+      labelled("Name", h("input", { name: "name", required: true, maxlength: 200, class: "wide-ish", placeholder: "e.g. Acme research" })),
       h("button", { type: "submit", class: "primary" }, "Create organization"),
     );
     form.addEventListener("submit", async (ev) => {
