@@ -90,7 +90,7 @@ describe("desk MCP endpoint", () => {
     expect(pick(envelope.receipt)).toEqual(pick(rest.receipt.receipt));
     expect(envelope.receipt).toMatchObject({ outcome: "charged", http_status: 200, price_mc: 1500, amount_mc: 1500, remaining_mc: 3500 });
     expect(spent(viaMcp.keyId)).toBe(spent(viaRest.keyId));
-    const audit = (keyId: string) => auditOf(keyId).map(({ id: _i, key_id: _k, org_id: _o, receipt_id: _r, ...row }) => row);
+    const audit = (keyId: string) => auditOf(keyId).map(({ key_id: _k, org_id: _o, receipt_id: _r, ...row }) => row);
     expect(audit(viaMcp.keyId)).toEqual(audit(viaRest.keyId));
     expect(auditOf(viaMcp.keyId)[0]!.receipt_id).toBe(envelope.receipt.id as string);
   });
@@ -198,7 +198,7 @@ describe("desk MCP endpoint: what is checked before the transport", () => {
   test("a Host or Origin of another site → 403 HOST_REFUSED, before the key is even looked at", async () => {
     const k = await t.makeKey({ budget_mc: 5000, reset: "none", allow: ALLOW });
     const auth = { authorization: `Bearer ${k.secret}` };
-    const refused = [
+    const refused: Record<string, string>[] = [
       { host: "evil.example.com" },
       { host: `evil.example.com:${served.port}` },
       { host: `127.0.0.1:${served.port + 1}` },
@@ -212,11 +212,12 @@ describe("desk MCP endpoint: what is checked before the transport", () => {
       expect(await withKey.json()).toEqual({ error: "HOST_REFUSED" });
       expect((await rawMcp(served.url, init, h)).status).toBe(403);
     }
-    for (const h of [
+    const accepted: Record<string, string>[] = [
       { host: `localhost:${served.port}` },
       { host: `127.0.0.1:${served.port}`, origin: `http://127.0.0.1:${served.port}` },
       { host: `[::1]:${served.port}`, origin: `http://localhost:${served.port}` },
-    ]) {
+    ];
+    for (const h of accepted) {
       expect((await rawMcp(served.url, init, { ...auth, ...h })).status).toBe(200);
     }
   });
@@ -236,6 +237,9 @@ describe("desk MCP endpoint: what is checked before the transport", () => {
     const auth = { authorization: `Bearer ${k.secret}` };
     const r = await rawMcp(served.url, { jsonrpc: "2.0", id: 7, method: "resources/list", params: {} }, auth);
     expect(((await r.json()) as { error: { code: number } }).error.code).toBe(-32601);
+    const wrongShape = await rawMcp(served.url, { jsonrpc: "2.0", id: 8, method: "tools/call", params: { name: "fx__echo", arguments: ["text"] } }, auth);
+    expect(((await wrongShape.json()) as { error: { code: number } }).error.code).toBe(-32602);
+    expect(spent(k.keyId)).toBe(0);
     const bad = await fetch(`${served.url}/mcp`, {
       method: "POST",
       headers: { ...auth, "content-type": "application/json", accept: "application/json, text/event-stream" },

@@ -4,7 +4,7 @@
 // clearing path as REST, and its receipt rides in `_meta["io.ask-only/receipt"]`.
 import { Server } from "@modelcontextprotocol/sdk/server/index.js";
 import { WebStandardStreamableHTTPServerTransport } from "@modelcontextprotocol/sdk/server/webStandardStreamableHttp.js";
-import { CallToolRequestSchema, ListToolsRequestSchema } from "@modelcontextprotocol/sdk/types.js";
+import { CallToolRequestSchema, ListToolsRequestSchema, RequestSchema } from "@modelcontextprotocol/sdk/types.js";
 import { type ErrorCode, errorBody, errorResponse } from "../../core/errors.ts";
 import { withReceipt } from "../../core/receipt/index.ts";
 import { type ClearingOutcome, clear, validKey } from "./clearing.ts";
@@ -13,6 +13,12 @@ import type { Desk } from "./desk.ts";
 export const MCP_PATH = "/mcp";
 export const WWW_AUTHENTICATE_REALM = 'Bearer realm="ask-only desk"';
 const SERVER_INFO = { name: "ask-only-desk", version: "1" };
+/**
+ * tools/call registered with a loose schema: the SDK's Server then checks the strict one itself
+ * and answers a malformed call with -32602 (invalid params), where the strict schema given here
+ * would fail first and be answered -32603, a server fault, for a client's mistake.
+ */
+const LOOSE_CALL_TOOL = RequestSchema.extend({ method: CallToolRequestSchema.shape.method });
 
 /** What the endpoint needs from Bun.serve's server: the port it really listens on. */
 export type ListenInfo = { readonly port?: number | undefined };
@@ -82,7 +88,8 @@ function serverFor(desk: Desk, secret: string, options: McpOptions): Server {
       });
     return { tools };
   });
-  server.setRequestHandler(CallToolRequestSchema, async (request) => {
+  server.setRequestHandler(LOOSE_CALL_TOOL, async (loose) => {
+    const request = CallToolRequestSchema.parse(loose);
     // SPEC §9: absent arguments are the empty object, for the schema check and params_sha256.
     const args = request.params.arguments ?? {};
     let outcome: ClearingOutcome;
