@@ -202,9 +202,8 @@ describe("the desk against stuck and dribbling upstreams (binary)", () => {
     try {
       const secrets = [await stuckSecretOf(again, "silent__echo"), await stuckSecretOf(again, "drip__echo"), await stuckSecretOf(again, "fast__echo")];
       const t0 = performance.now();
-      const [s, d, fast] = await Promise.all(
-        ["silent__echo", "drip__echo", "fast__echo"].map((tool, i) => callTool(again.url, secrets[i]!, tool, { text: "after restart" })),
-      );
+      const call = (tool: string, i: number) => callTool(again.url, secrets[i]!, tool, { text: "after restart" });
+      const [s, d, fast] = await Promise.all([call("silent__echo", 0), call("drip__echo", 1), call("fast__echo", 2)]);
       const elapsed = performance.now() - t0;
       expect(fast.status).toBe(200);
       for (const r of [s, d]) {
