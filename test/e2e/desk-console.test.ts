@@ -268,6 +268,15 @@ describe("operator console (chromium, compiled desk)", () => {
     await shot("audit");
   });
 
+  test("a receipt opened from the audit verifies in the viewer as a bare envelope", async () => {
+    await page.locator("tr[data-receipt] a").first().click();
+    await page.locator(".verdict").waitFor({ timeout: STEP_MS });
+    expect(await page.locator(".verdict").textContent()).toBe("All checks that apply pass.");
+    expect(await page.locator(".checks-list li.ok").count()).toBe(2);
+    expect(await page.locator(".checks-list li.skip").count()).toBe(2);
+    expect(page.url()).not.toContain(TOKEN);
+  });
+
   test("the receipt viewer runs the four checks in the browser; one changed character fails", async () => {
     await go("#receipts", "receipts");
     await page.locator('textarea[name="response"]').fill(paidBody);
@@ -319,6 +328,23 @@ describe("operator console (chromium, compiled desk)", () => {
     const refused = await call(rotated, "after revoke");
     expect(refused.status).toBe(401);
     expect(await refused.json()).toEqual({ error: "KEY_INVALID" });
+  });
+
+  test("turn the sandbox on and off", async () => {
+    await go("#sandbox", "sandbox");
+    await page.locator('label.check:has(input[value="fx__echo"]) input').check();
+    await page.getByRole("button", { name: "Turn the sandbox on" }).click();
+    await statusMatching(/The sandbox is on/);
+    const taken = await fetch(`${desk.url}/v1/sandbox/keys`, { method: "POST" });
+    expect(taken.status).toBe(201);
+    expect(((await taken.json()) as { allow: string[] }).allow).toEqual(["fx__echo"]);
+    await shot("sandbox");
+    await page.getByRole("button", { name: "Turn off" }).click();
+    await page.getByRole("button", { name: "Confirm: turn the sandbox off" }).click();
+    await statusMatching(/The sandbox is off/);
+    const refused = await fetch(`${desk.url}/v1/sandbox/keys`, { method: "POST" });
+    expect(refused.status).toBe(404);
+    expect(await refused.json()).toEqual({ error: "SANDBOX_OFF" });
   });
 
   test("no CSP violation, no page error, no request to any host but the desk", () => {

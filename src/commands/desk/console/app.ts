@@ -6,11 +6,12 @@ import { auditPage } from "./page-audit.ts";
 import { keysPage } from "./page-keys.ts";
 import { orgsPage } from "./page-orgs.ts";
 import { receiptsPage } from "./page-receipts.ts";
+import { sandboxPage } from "./page-sandbox.ts";
 import { toolsPage } from "./page-tools.ts";
 import { upstreamsPage } from "./page-upstreams.ts";
 import { attempt, notify, type Page, setStatusLine } from "./ui.ts";
 
-const PAGES: Page[] = [orgsPage, keysPage, upstreamsPage, toolsPage, auditPage, receiptsPage];
+const PAGES: Page[] = [orgsPage, keysPage, upstreamsPage, toolsPage, auditPage, receiptsPage, sandboxPage];
 
 const root = document.getElementById("app")!;
 
