@@ -3,6 +3,7 @@
 // _meta that verifies and moves the ledger exactly as REST does, each refusal is a tool result
 // with its code, and auth, Host and Origin are checked before the transport.
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { hostAllowed, priceSentence } from "../../src/commands/desk/mcp.ts";
 import { type Jwks, MCP_RECEIPT_META_KEY, verifyResponse } from "../../src/core/receipt/index.ts";
 import { startUpstreamFixture, type UpstreamFixture } from "../fixtures/upstream-server.ts";
 import { makeDesk, manualClock, type TestDesk } from "./desk-harness.ts";
@@ -247,5 +248,40 @@ describe("desk MCP endpoint: what is checked before the transport", () => {
     });
     expect(bad.status).toBe(400);
     expect(((await bad.json()) as { error: { code: number } }).error.code).toBe(-32700);
+  });
+});
+
+describe("desk MCP endpoint: the rules as functions", () => {
+  test("the price sentence: exact millicents, grouped, with cents", () => {
+    expect(priceSentence(0)).toBe("Price: 0 mc (0 cents) per call.");
+    expect(priceSentence(1)).toBe("Price: 1 mc (0.001 cents) per call.");
+    expect(priceSentence(1000)).toBe("Price: 1,000 mc (1 cent) per call.");
+    expect(priceSentence(1500)).toBe("Price: 1,500 mc (1.5 cents) per call.");
+    expect(priceSentence(1_234_567)).toBe("Price: 1,234,567 mc (1,234.567 cents) per call.");
+  });
+
+  test("Host: loopback and the listen name on the listening port; --allowed-host by name or name:port", () => {
+    const none = new Set<string>();
+    const extra = new Set(["desk.example.com", "other.example.com:8443"]);
+    const cases: [string, number | undefined, string | undefined, ReadonlySet<string>, boolean][] = [
+      ["localhost:8787", 8787, "127.0.0.1", none, true],
+      ["LOCALHOST:8787", 8787, "127.0.0.1", none, true],
+      ["[::1]:8787", 8787, "::1", none, true],
+      ["localhost:8788", 8787, "127.0.0.1", none, false],
+      ["localhost", 8787, "127.0.0.1", none, false],
+      ["192.0.2.5:8787", 8787, "192.0.2.5", none, true],
+      ["192.0.2.5:8787", 8787, "0.0.0.0", none, false],
+      ["desk.example.com", 8787, "127.0.0.1", extra, true],
+      ["desk.example.com:443", 8787, "127.0.0.1", extra, true],
+      ["other.example.com:8443", 8787, "127.0.0.1", extra, true],
+      ["other.example.com", 8787, "127.0.0.1", extra, false],
+      ["evil.example.com:8787", 8787, "127.0.0.1", extra, false],
+      ["localhost:8787@evil", 8787, "127.0.0.1", none, false],
+      ["", 8787, "127.0.0.1", none, false],
+      ["localhost:8787", undefined, "127.0.0.1", none, false],
+    ];
+    for (const [host, port, listen, allowed, expected] of cases) {
+      expect([host, hostAllowed(host, 80, port, listen, allowed)]).toEqual([host, expected]);
+    }
   });
 });
