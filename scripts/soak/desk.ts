@@ -192,7 +192,14 @@ export async function run(options: DeskSoakOptions): Promise<DeskSoakSummary> {
   await using tmp = tempDir("ask-only-desk-soak-");
   const data = join(tmp.path, "desk-data");
   await using fx = startUpstreamFixture();
-  let desk: DeskProcess = await startDeskProcess(data, deskArgs);
+  // Every desk started, so none outlives the run whatever fails.
+  const started: DeskProcess[] = [];
+  const startDesk = async () => {
+    const d = await startDeskProcess(data, deskArgs);
+    started.push(d);
+    return d;
+  };
+  let desk: DeskProcess = await startDesk();
   const stderrOfPast: string[] = [];
   let restarts = 0;
   let kills = 0;
@@ -242,8 +249,9 @@ export async function run(options: DeskSoakOptions): Promise<DeskSoakSummary> {
     const noAnswerCauses: Record<string, number> = {};
     let noAnswer = 0;
     let gate: Promise<void> = Promise.resolve();
-    let started = 0;
+    let sent = 0;
     let done = 0;
+    let killing = false;
 
     const killAndRestart = async (delayMs: number) => {
       // A random moment while calls keep flowing (some in the upstream, some committing); only
@@ -258,7 +266,7 @@ export async function run(options: DeskSoakOptions): Promise<DeskSoakSummary> {
       kills++;
       stderrOfPast.push(desk.stderr());
       log(`kill ${kills}: SIGKILL after ${done} answered calls`);
-      desk = await startDeskProcess(data, deskArgs);
+      desk = await startDesk();
       restarts++;
       open();
     };
@@ -273,11 +281,15 @@ export async function run(options: DeskSoakOptions): Promise<DeskSoakSummary> {
         Array.from({ length: options.concurrency }, async () => {
           for (;;) {
             await gate;
-            const n = started++;
+            const n = sent++;
             if (n >= options.calls) return;
-            if (killAt.length > 0 && n >= killAt[0]!) {
+            // One kill at a time: a threshold passed during a restart fires after it.
+            if (!killing && killAt.length > 0 && n >= killAt[0]!) {
               killAt.shift();
-              pendingKill = killAndRestart(Math.floor(rnd() * 50));
+              killing = true;
+              pendingKill = killAndRestart(Math.floor(rnd() * 50)).finally(() => {
+                killing = false;
+              });
             }
             const keyIndex = Math.floor(rnd() * keys.length);
             const key = keys[keyIndex]!;
@@ -323,7 +335,7 @@ export async function run(options: DeskSoakOptions): Promise<DeskSoakSummary> {
     // --- after the run: stop, start once more (start-up recovery), read everything -------------
     if ((await desk.stop()) !== 0) fail("the desk did not exit 0 on SIGTERM after the run");
     stderrOfPast.push(desk.stderr());
-    desk = await startDeskProcess(data, deskArgs);
+    desk = await startDesk();
     restarts++;
     const exported: string[] = [];
     for (const org of orgs) {
@@ -480,7 +492,7 @@ export async function run(options: DeskSoakOptions): Promise<DeskSoakSummary> {
       failures,
     };
   } finally {
-    if (desk.proc.exitCode === null && !desk.proc.killed) await desk.stop();
+    for (const d of started) if (d.proc.exitCode === null && d.proc.signalCode === null) await d.kill();
   }
 }
 
