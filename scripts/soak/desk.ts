@@ -162,6 +162,9 @@ type Answer = {
   outcome: string;
   error: string | null;
   headerReceiptId: string | null;
+  /** x-clearing-price-mc and x-clearing-remaining-mc as sent. */
+  headerPrice: string | null;
+  headerRemaining: string | null;
   envelope: Envelope | null;
   result: unknown;
 };
@@ -308,6 +311,8 @@ export async function run(options: DeskSoakOptions): Promise<DeskSoakSummary> {
                 outcome: r.headers.get("x-clearing-outcome") ?? "(none)",
                 error: body.error ?? null,
                 headerReceiptId: r.headers.get("x-clearing-receipt-id"),
+                headerPrice: r.headers.get("x-clearing-price-mc"),
+                headerRemaining: r.headers.get("x-clearing-remaining-mc"),
                 envelope: body.receipt ?? null,
                 result: body.result,
               };
@@ -397,6 +402,9 @@ export async function run(options: DeskSoakOptions): Promise<DeskSoakSummary> {
       const signed = opened.signed;
       if (signed === null) continue;
       if (signed.key_id !== keys[a.key]!.id) fail(`${label}: receipt ${id} names key ${signed.key_id}`);
+      if (a.headerPrice !== String(signed.price_mc) || a.headerRemaining !== String(signed.remaining_mc)) {
+        fail(`${label}: headers say price ${a.headerPrice} remaining ${a.headerRemaining}, receipt ${id} ${signed.price_mc} / ${signed.remaining_mc}`);
+      }
       if (HTTP_OF_OUTCOME[signed.outcome] !== a.status || signed.http_status !== a.status) {
         fail(`${label}: receipt ${id} says ${signed.outcome} / ${signed.http_status}`);
       }
