@@ -162,6 +162,32 @@ describe("desk MCP endpoint", () => {
     });
   }
 
+  test("two keys interleaved, one after the other and all at once: each sees its own tools and pays for its own calls", async () => {
+    const a = await t.makeKey({ budget_mc: 100_000, reset: "none", allow: ["fx__echo"] });
+    const b = await t.makeKey({ budget_mc: 100_000, reset: "none", allow: ["fx__add"] });
+    const list = (secret: string) =>
+      rawMcp(served.url, { jsonrpc: "2.0", id: 1, method: "tools/list" }, { authorization: `Bearer ${secret}` })
+        .then((r) => r.json() as Promise<{ result: { tools: { name: string }[] } }>)
+        .then((j) => j.result.tools.map((x) => x.name).join(","));
+    const call = (secret: string, name: string, args: Record<string, unknown>) =>
+      rawMcp(served.url, { jsonrpc: "2.0", id: 2, method: "tools/call", params: { name, arguments: args } }, { authorization: `Bearer ${secret}` })
+        .then((r) => r.json() as Promise<{ result: ToolResult }>)
+        .then((j) => j.result);
+    for (let i = 0; i < 5; i++) {
+      expect(await list(a.secret)).toBe("fx__echo");
+      expect(await list(b.secret)).toBe("fx__add");
+      expect((await call(a.secret, "fx__echo", { text: "a" })).isError).toBeUndefined();
+      expect((await call(b.secret, "fx__echo", { text: "b" })).structuredContent).toEqual({ error: "TOOL_NOT_ALLOWED" });
+    }
+    const mixed = await Promise.all(
+      Array.from({ length: 40 }, (_, i) => (i % 2 === 0 ? call(a.secret, "fx__echo", { text: `a${i}` }) : call(b.secret, "fx__add", { a: i, b: 1 }))),
+    );
+    expect(mixed.every((r) => r.isError === undefined)).toBe(true);
+    expect(mixed.map((r) => (receiptOf(r)!.receipt.key_id as string) === (mixed.indexOf(r) % 2 === 0 ? a.keyId : b.keyId)).every(Boolean)).toBe(true);
+    expect(spent(a.keyId)).toBe(25 * 1500);
+    expect(spent(b.keyId)).toBe(20 * 1500);
+  });
+
   test("20 concurrent MCP calls on a key with room for one: exactly one charged", async () => {
     const k = await t.makeKey({ budget_mc: 1500, reset: "none", allow: ALLOW });
     await using c = await mcpClient(served.url, k.secret);
