@@ -82,8 +82,8 @@ export async function runServeMcp(options: { version: string; streams: Streams }
   // Answers still being written when stdin closes must reach the client before we leave.
   const sending = new Set<Promise<void>>();
   const send = transport.send.bind(transport);
-  transport.send = (message, sendOptions) => {
-    const written = send(message, sendOptions);
+  transport.send = (message) => {
+    const written = send(message);
     sending.add(written);
     void written.finally(() => sending.delete(written)).catch(() => {});
     return written;
