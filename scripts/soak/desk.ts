@@ -67,6 +67,10 @@ export type DeskSoakSummary = {
   /** Charged receipts no client received: paid answers a kill cut off after the commit. */
   unseenCharged: number;
   keyPeriodsChecked: number;
+  /** Latency of charged calls (ms): median and 99th percentile. */
+  chargedMs: { p50: number; p99: number };
+  /** How long a refunded_timeout answer took (ms), against the upstream timeout. */
+  timeoutMs: { p50: number; max: number; limit: number };
   elapsedMs: number;
   callsPerSecond: number;
   failures: string[];
@@ -99,6 +103,8 @@ const TOOLS = Object.keys(PRICES);
 /** Tools a key may be refused (not on its allowlist); echo always stays allowed. */
 const FORBIDDABLE = TOOLS.filter((t) => t !== "fx__echo");
 const RESETS = ["none", "daily", "monthly"] as const;
+/** A timeout answer may come this much after the upstream timeout on a loaded machine. */
+const TIMEOUT_SLACK_MS = 5_000;
 
 type SoakKey = { id: string; secret: string; orgId: string; budgetMc: number; forbidden: string };
 
@@ -165,6 +171,8 @@ type Answer = {
   /** x-clearing-price-mc and x-clearing-remaining-mc as sent. */
   headerPrice: string | null;
   headerRemaining: string | null;
+  /** From sending the call to reading the whole answer. */
+  ms: number;
   envelope: Envelope | null;
   result: unknown;
 };
@@ -300,6 +308,7 @@ export async function run(options: DeskSoakOptions): Promise<DeskSoakSummary> {
             const { tool, args } = callOf(kind, key, rnd);
             const url = desk.url;
             let answer: Answer | null = null;
+            const callStart = performance.now();
             try {
               const r = await callTool(url, key.secret, tool, args);
               const text = await r.text();
@@ -315,6 +324,7 @@ export async function run(options: DeskSoakOptions): Promise<DeskSoakSummary> {
                 headerRemaining: r.headers.get("x-clearing-remaining-mc"),
                 envelope: body.receipt ?? null,
                 result: body.result,
+                ms: performance.now() - callStart,
               };
             } catch (err) {
               noAnswer++;
@@ -474,6 +484,13 @@ export async function run(options: DeskSoakOptions): Promise<DeskSoakSummary> {
       db.close();
     }
 
+    // Timeouts answered within the upstream timeout plus generous slack (a loaded 2-core machine).
+    const pct = (xs: number[], p: number) => (xs.length === 0 ? 0 : xs[Math.min(xs.length - 1, Math.floor((p / 100) * xs.length))]!);
+    const chargedLat = answers.filter((a) => a.outcome === "charged").map((a) => a.ms).sort((x, y) => x - y);
+    const timeoutLat = answers.filter((a) => a.outcome === "refunded_timeout").map((a) => a.ms).sort((x, y) => x - y);
+    const timeoutLimit = timeoutSecs * 1000 + TIMEOUT_SLACK_MS;
+    for (const ms of timeoutLat) if (ms > timeoutLimit) fail(`a refunded_timeout answer took ${ms.toFixed(0)} ms, over ${timeoutLimit} ms`);
+
     const answered = answers.length;
     if (answered + noAnswer !== options.calls) fail(`${answered} answered + ${noAnswer} unanswered is not ${options.calls} calls`);
     if (kills !== options.kills) fail(`${kills} kills instead of ${options.kills}`);
@@ -495,6 +512,8 @@ export async function run(options: DeskSoakOptions): Promise<DeskSoakSummary> {
       unseenReceipts,
       unseenCharged,
       keyPeriodsChecked,
+      chargedMs: { p50: pct(chargedLat, 50), p99: pct(chargedLat, 99) },
+      timeoutMs: { p50: pct(timeoutLat, 50), max: timeoutLat.at(-1) ?? 0, limit: timeoutLimit },
       elapsedMs,
       callsPerSecond: (options.calls / elapsedMs) * 1000,
       failures,
@@ -508,6 +527,7 @@ export function formatSummary(s: DeskSoakSummary): string {
   const lines = [
     `desk soak: seed ${s.seed}, ${s.calls} calls, ${s.concurrency} concurrent, ${s.keys} keys`,
     `  elapsed ${(s.elapsedMs / 1000).toFixed(1)} s, ${s.callsPerSecond.toFixed(0)} calls/s`,
+    `  latency of charged calls p50 ${s.chargedMs.p50.toFixed(1)} ms, p99 ${s.chargedMs.p99.toFixed(1)} ms; refunded_timeout answers p50 ${s.timeoutMs.p50.toFixed(0)} ms, max ${s.timeoutMs.max.toFixed(0)} ms (limit ${s.timeoutMs.limit} ms)`,
     `  kills (SIGKILL) ${s.kills}, restarts ${s.restarts} (the last one after a clean stop)`,
     `  no answer ${s.noAnswer} ${JSON.stringify(s.noAnswerCauses)}`,
     `  outcomes ${JSON.stringify(Object.fromEntries(Object.entries(s.byOutcome).sort((a, b) => b[1] - a[1])))}`,
