@@ -154,6 +154,20 @@ describe("sandbox keys", () => {
     expect(sandboxGrants(t.ledger, "2026-11-30", "127.0.0.0/24")).toBe(5);
   });
 
+  test("over a real IPv6 socket ([::1]) the peer address is counted as its /64", async () => {
+    clock.set("2026-11-30T13:30:00.000Z");
+    await turnOn();
+    const server = Bun.serve({ hostname: "::1", port: 0, idleTimeout: 0, fetch: (req, srv) => t.handler(req, srv) });
+    try {
+      const statuses: number[] = [];
+      for (let i = 0; i < 6; i++) statuses.push((await fetch(`http://[::1]:${server.port}/v1/sandbox/keys`, { method: "POST" })).status);
+      expect(statuses).toEqual([201, 201, 201, 201, 201, 429]);
+      expect(sandboxGrants(t.ledger, "2026-11-30", "0:0:0:0::/64")).toBe(5);
+    } finally {
+      await server.stop(true);
+    }
+  });
+
   test("4 processes asking at once for 5 keys each on one desk.db: exactly 5 granted in all", async () => {
     const worker = join(import.meta.dir, "desk-sandbox-worker.ts");
     const procs = Array.from({ length: 4 }, () =>
