@@ -274,6 +274,9 @@ describe("desk MCP endpoint: what is checked before the transport", () => {
     });
     expect(bad.status).toBe(400);
     expect(((await bad.json()) as { error: { code: number } }).error.code).toBe(-32700);
+    const huge = await rawMcp(served.url, { jsonrpc: "2.0", id: 9, method: "tools/call", params: { name: "fx__echo", arguments: { text: "x".repeat(1024 * 1024) } } }, auth);
+    expect(huge.status).toBe(413);
+    expect(spent(k.keyId)).toBe(0);
   });
 });
 
