@@ -5,6 +5,7 @@ import { networkOf } from "../../core/desk/network.ts";
 import { periodOf } from "../../core/desk/period.ts";
 import { newId, newKeySecret } from "../../core/desk/secrets.ts";
 import { clearSandbox, getSandbox, grantSandboxKey, type SandboxSettings, setSandbox } from "../../core/ledger/desk-sandbox.ts";
+import type { ErrorCode } from "../../core/errors.ts";
 import type { Desk } from "./desk.ts";
 import { HttpFailure, readJson } from "./http.ts";
 
@@ -20,7 +21,7 @@ export const SANDBOX_MAX_TOOLS = 2;
 /** What Bun.serve passes as the second argument of `fetch`: only the peer address is read. */
 export type PeerSource = { requestIP(req: Request): { address: string } | null };
 
-const fail = (code: ConstructorParameters<typeof HttpFailure>[0]): never => {
+const fail = (code: ErrorCode): never => {
   throw new HttpFailure(code);
 };
 
