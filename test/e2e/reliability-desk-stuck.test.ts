@@ -27,6 +27,10 @@ type StallingProxy = {
   /** Connections from now on behave this way; the open ones are closed (and gone when this resolves). */
   setMode(mode: Mode): Promise<void>;
   stats: { silentConnections: number; bytesIntoSilence: number; dribbleConnections: number; bytesDribbled: number };
+  /** Silent connections still open. */
+  openSilent(): number;
+  /** Resolves when every silent connection is closed, rejects when `withinMs` pass first. */
+  whenSilentClosed(withinMs: number): Promise<void>;
   close(): void;
 };
 
@@ -36,6 +40,8 @@ function stallingProxy(targetPort: number): Promise<StallingProxy> {
   const open = new Set<Socket>();
   const timers = new Set<ReturnType<typeof setInterval>>();
   const stats = { silentConnections: 0, bytesIntoSilence: 0, dribbleConnections: 0, bytesDribbled: 0 };
+  const silentOpen = new Set<Socket>();
+  const silentWaiters: (() => void)[] = [];
   const track = (s: Socket) => {
     open.add(s);
     s.on("close", () => open.delete(s));
@@ -46,6 +52,11 @@ function stallingProxy(targetPort: number): Promise<StallingProxy> {
     if (mode === "silent") {
       // Accepted, read, never answered: not a status line, not a header, not a byte.
       stats.silentConnections++;
+      silentOpen.add(client);
+      client.on("close", () => {
+        silentOpen.delete(client);
+        if (silentOpen.size === 0) for (const w of silentWaiters.splice(0)) w();
+      });
       client.on("data", (d: Buffer) => {
         stats.bytesIntoSilence += d.length;
       });
@@ -86,6 +97,16 @@ function stallingProxy(targetPort: number): Promise<StallingProxy> {
           for (const s of open) s.destroy();
           await Promise.all(closing);
         },
+        openSilent: () => silentOpen.size,
+        whenSilentClosed: (withinMs) =>
+          new Promise<void>((resolve, reject) => {
+            if (silentOpen.size === 0) return resolve();
+            const timer = setTimeout(() => reject(new Error(`${silentOpen.size} silent connections still open after ${withinMs} ms`)), withinMs);
+            silentWaiters.push(() => {
+              clearTimeout(timer);
+              resolve();
+            });
+          }),
         close() {
           for (const t of timers) clearInterval(t);
           for (const s of open) s.destroy();
@@ -217,5 +238,43 @@ describe("the desk against stuck and dribbling upstreams (binary)", () => {
     }
     const check = await runBinary(["desk", "check", "--data", data]);
     expect(check.code).toBe(0);
+  });
+
+  test("a silent upstream holds no socket past the timeout: after 260 stuck calls another upstream still answers", async () => {
+    await using tmp = tempDir();
+    const silent = await stallingProxy(fx.port);
+    proxies.push(silent);
+    const desk = await startDeskProcess(join(tmp.path, "d"), ["--upstream-timeout", String(TIMEOUT_MS / 1000)]);
+    try {
+      await adminJson(desk, "POST", "/admin/upstreams", { name: "fast", url: fx.url });
+      await adminJson(desk, "POST", "/admin/upstreams", { name: "silent", url: `http://127.0.0.1:${silent.port}/mcp` });
+      const org = (await adminJson(desk, "POST", "/admin/orgs", { name: "pool" })).org_id as string;
+      // 20 failed calls an hour per key: 13 keys carry the 260 stuck calls.
+      const keys: string[] = [];
+      for (let i = 0; i < 14; i++) {
+        keys.push((await adminJson(desk, "POST", "/admin/keys", { org_id: org, budget_mc: 1_000_000, reset: "none", allow: ["silent__echo", "fast__echo"] })).secret as string);
+      }
+      expect((await callTool(desk.url, keys[0]!, "silent__echo", { text: "warm" })).status).toBe(200);
+      await silent.setMode("silent");
+
+      const stuck = await Promise.all(
+        Array.from({ length: 260 }, async (_, i) => {
+          const r = await callTool(desk.url, keys[i % 13]!, "silent__echo", { text: `stuck ${i}` });
+          await r.arrayBuffer();
+          return r.status;
+        }),
+      );
+      expect(stuck.every((status) => status === 504)).toBe(true);
+      expect(silent.stats.silentConnections).toBeGreaterThanOrEqual(200);
+      // Each exchange is cut at the timeout: the sockets close (before the fix they stayed open
+      // for good and, past 256, every other upstream's calls timed out as well).
+      await silent.whenSilentClosed(TIMEOUT_MS + SLACK_MS);
+      const t0 = performance.now();
+      const fast = await callTool(desk.url, keys[13]!, "fast__echo", { text: "still served" });
+      expect(fast.status).toBe(200);
+      expect(performance.now() - t0).toBeLessThan(TIMEOUT_MS);
+    } finally {
+      expect(await desk.stop()).toBe(0);
+    }
   });
 });

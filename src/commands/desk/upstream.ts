@@ -3,6 +3,7 @@
 // every call; and each failure sorted into what the clearing path needs to know (who pays).
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StreamableHTTPClientTransport, StreamableHTTPError } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
+import type { FetchLike } from "@modelcontextprotocol/sdk/shared/transport.js";
 import { CallToolResultSchema, ErrorCode, McpError } from "@modelcontextprotocol/sdk/types.js";
 
 export type UpstreamTool = { name: string; description: string; inputSchema: Record<string, unknown> };
@@ -32,12 +33,23 @@ export class UpstreamClient {
     private readonly timeoutMs: number,
   ) {}
 
+  /**
+   * fetch with every HTTP exchange cut at the timeout, body included. The SDK's request timeout
+   * only stops waiting: without this, each call to an upstream that accepts and never answers
+   * (or dribbles) kept its socket open for good, and once they filled the runtime's shared pool
+   * of 256 connections every other upstream's calls timed out too.
+   */
+  private readonly boundedFetch: FetchLike = (url, init) => {
+    const deadline = AbortSignal.timeout(this.timeoutMs);
+    return fetch(url, { ...init, signal: init?.signal ? AbortSignal.any([init.signal, deadline]) : deadline });
+  };
+
   /** The shared session: every concurrent caller waits on the same handshake. */
   private connect(timeoutMs: number): Promise<Client> {
     if (this.session === null) {
       const attempt = (async () => {
         const client = new Client(CLIENT_INFO, { capabilities: {} });
-        const transport = new StreamableHTTPClientTransport(this.url, { requestInit: { headers: this.headers } });
+        const transport = new StreamableHTTPClientTransport(this.url, { requestInit: { headers: this.headers }, fetch: this.boundedFetch });
         await client.connect(transport, { timeout: timeoutMs });
         return client;
       })();
