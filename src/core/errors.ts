@@ -67,7 +67,7 @@ export const ERRORS = {
   HOST_REFUSED: { http: 403, mcp: "http", meaning: "the Host or Origin header names a site this desk does not serve" },
   METHOD_NOT_ALLOWED: { http: 405, mcp: "http", meaning: "the MCP endpoint is stateless: POST only" },
   SANDBOX_OFF: { http: 404, mcp: "http", meaning: "the operator has not turned the sandbox on" },
-  SANDBOX_LIMIT: { http: 429, mcp: "http", meaning: "this network has had its sandbox keys for this UTC day" },
+  SANDBOX_LIMIT: { http: 429, mcp: "http", meaning: "this network, or all networks together, had their sandbox keys for this UTC day" },
   ADDRESS_UNKNOWN: { http: 400, mcp: "http", meaning: "the caller's address could not be read (behind --trust-proxy: no X-Forwarded-For)" },
 } as const satisfies Record<string, ErrorSpec>;
 

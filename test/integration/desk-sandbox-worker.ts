@@ -17,6 +17,7 @@ for (let i = 0; i < Number(attempts); i++) {
     day: iso.slice(0, 10),
     network,
     limit: 5,
+    dayLimit: 200,
     org: { id: orgId, name: "sandbox" },
     key: { id: newId("key"), orgId, name: "sandbox", lookup: secret.lookup, secretSha256: secret.hash, budgetMc: 2000, reset: "none", period: "none", allow: [], prices: {}, expiresAt: now + 60_000, now },
   });

@@ -58,6 +58,8 @@ describe("sandbox settings", () => {
       [{ tools: [] }, 400, "VALUE_INVALID"],
       [{ tools: ["fx__echo"], budget_mc: 100_001 }, 400, "VALUE_INVALID"],
       [{ tools: ["fx__echo"], ttl_s: 59 }, 400, "VALUE_INVALID"],
+      [{ tools: ["fx__echo"], keys_per_day: 0 }, 400, "VALUE_INVALID"],
+      [{ tools: ["fx__echo"], keys_per_day: 1.5 }, 400, "VALUE_INVALID"],
       [{ tools: ["fx__echo"], ttl_s: 1.5 }, 400, "VALUE_INVALID"],
       [{ tools: ["fx__echo"], extra: 1 }, 400, "FIELD_UNKNOWN"],
       [{ budget_mc: 5 }, 400, "FIELD_MISSING"],
@@ -68,8 +70,8 @@ describe("sandbox settings", () => {
     }
     const noAdmin = await t.handler(new Request("http://desk.test/admin/sandbox", { method: "PUT", headers: { "content-type": "application/json" }, body: "{}" }));
     expect(noAdmin.status).toBe(401);
-    expect(await turnOn()).toEqual({ enabled: true, tools: ["fx__echo", "fx__add"], budget_mc: 2000, ttl_s: 3600, updated_at: "2026-11-30T10:00:00.000Z" });
-    expect(await (await t.admin("GET", "/admin/sandbox")).json()).toMatchObject({ enabled: true, budget_mc: 2000, ttl_s: 3600 });
+    expect(await turnOn()).toEqual({ enabled: true, tools: ["fx__echo", "fx__add"], budget_mc: 2000, ttl_s: 3600, keys_per_day: 200, updated_at: "2026-11-30T10:00:00.000Z" });
+    expect(await (await t.admin("GET", "/admin/sandbox")).json()).toMatchObject({ enabled: true, budget_mc: 2000, ttl_s: 3600, keys_per_day: 200 });
     expect(await (await t.admin("DELETE", "/admin/sandbox")).json()).toEqual({ enabled: false });
     expect((await askKey("203.0.113.11")).status).toBe(404);
   });
@@ -131,6 +133,24 @@ describe("sandbox keys", () => {
     expect(sandboxGrants(t.ledger, "2026-11-30", "203.0.113.0/24")).toBe(5);
     clock.set("2026-12-01T00:00:00.000Z");
     expect((await askKey("203.0.113.250")).status).toBe(201);
+  });
+
+  test("keys_per_day caps all networks together: many networks (an IPv6 /48 is 65,536 /64s) get no more; a refusal uses up no network's count", async () => {
+    clock.set("2026-11-30T11:00:00.000Z");
+    const day = "2026-11-30";
+    const before = sandboxGrants(t.ledger, day, "*");
+    await turnOn({ tools: ["fx__echo"], keys_per_day: before + 7 });
+    const statuses: number[] = [];
+    for (let n = 0; n < 4; n++) for (let i = 1; i <= 3; i++) statuses.push((await askKey(`2001:db8:48:${n}::${i}`)).status);
+    expect(statuses.filter((x) => x === 201)).toHaveLength(7);
+    expect(statuses.slice(7)).toEqual([429, 429, 429, 429, 429]);
+    expect(sandboxGrants(t.ledger, day, "*")).toBe(before + 7);
+    // The refused asks were rolled back whole: the last network's own count did not move.
+    expect(sandboxGrants(t.ledger, day, "2001:db8:48:3::/64")).toBe(0);
+    expect(sandboxGrants(t.ledger, day, "2001:db8:48:2::/64")).toBe(1);
+    // Raising the cap lets the same networks in again, up to their own 5.
+    await turnOn({ tools: ["fx__echo"], keys_per_day: 1000 });
+    expect((await askKey("2001:db8:48:3::9")).status).toBe(201);
   });
 
   test("5 keys per IPv6 /64: the rest of the address does not make a new network", async () => {

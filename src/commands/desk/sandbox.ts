@@ -17,6 +17,9 @@ export const SANDBOX_MAX_BUDGET_MC = 100_000;
 export const SANDBOX_MAX_TTL_S = 86_400;
 export const SANDBOX_MIN_TTL_S = 60;
 export const SANDBOX_MAX_TOOLS = 2;
+/** Keys per UTC day across all networks, unless the operator says otherwise. */
+export const SANDBOX_DEFAULT_KEYS_PER_DAY = 200;
+export const SANDBOX_MAX_KEYS_PER_DAY = 100_000;
 
 /** What Bun.serve passes as the second argument of `fetch`: only the peer address is read. */
 export type PeerSource = { requestIP(req: Request): { address: string } | null };
@@ -27,7 +30,14 @@ const fail = (code: ErrorCode): never => {
 
 function view(s: SandboxSettings | null) {
   if (s === null) return { enabled: false };
-  return { enabled: true, tools: s.tools, budget_mc: s.budgetMc, ttl_s: s.ttlS, updated_at: new Date(s.updatedAt).toISOString() };
+  return {
+    enabled: true,
+    tools: s.tools,
+    budget_mc: s.budgetMc,
+    ttl_s: s.ttlS,
+    keys_per_day: s.keysPerDay,
+    updated_at: new Date(s.updatedAt).toISOString(),
+  };
 }
 
 /** GET, PUT and DELETE /admin/sandbox (the caller already holds the admin token). */
@@ -41,7 +51,7 @@ export async function sandboxAdmin(desk: Desk, req: Request): Promise<Response> 
   const b = await readJson(req);
   if (typeof b !== "object" || b === null || Array.isArray(b)) return fail("BODY_INVALID");
   const body = b as Record<string, unknown>;
-  for (const k of Object.keys(body)) if (!["tools", "budget_mc", "ttl_s"].includes(k)) fail("FIELD_UNKNOWN");
+  for (const k of Object.keys(body)) if (!["tools", "budget_mc", "ttl_s", "keys_per_day"].includes(k)) fail("FIELD_UNKNOWN");
   if (!Object.hasOwn(body, "tools")) fail("FIELD_MISSING");
   const tools = body.tools;
   if (
@@ -57,7 +67,8 @@ export async function sandboxAdmin(desk: Desk, req: Request): Promise<Response> 
   for (const t of tools as string[]) if (desk.tool(t) === undefined) fail("TOOL_UNKNOWN");
   const budget = intField(body, "budget_mc", SANDBOX_DEFAULT_BUDGET_MC, 0, SANDBOX_MAX_BUDGET_MC);
   const ttl = intField(body, "ttl_s", SANDBOX_DEFAULT_TTL_S, SANDBOX_MIN_TTL_S, SANDBOX_MAX_TTL_S);
-  const settings = { tools: tools as string[], budgetMc: budget, ttlS: ttl, updatedAt: desk.now() };
+  const keysPerDay = intField(body, "keys_per_day", SANDBOX_DEFAULT_KEYS_PER_DAY, 1, SANDBOX_MAX_KEYS_PER_DAY);
+  const settings = { tools: tools as string[], budgetMc: budget, ttlS: ttl, keysPerDay, updatedAt: desk.now() };
   setSandbox(desk.ledger, settings);
   return Response.json(view(settings));
 }
@@ -101,6 +112,7 @@ export function sandboxKey(desk: Desk, req: Request, peer: PeerSource | undefine
     day: new Date(now).toISOString().slice(0, 10),
     network,
     limit: SANDBOX_KEYS_PER_DAY,
+    dayLimit: settings.keysPerDay,
     org: { id: orgId, name: "sandbox" },
     key: {
       id: keyId,

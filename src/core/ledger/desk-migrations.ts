@@ -149,7 +149,15 @@ CREATE TABLE sandbox_grants (
 ) STRICT, WITHOUT ROWID;
 `;
 
+// A cap on sandbox keys per UTC day across all networks: whoever holds many networks (an IPv6
+// /48 holds 65,536 /64s) could otherwise take a budget per network. Counted in sandbox_grants
+// under the network '*', which no real network is written as.
+const V3 = `
+ALTER TABLE sandbox ADD COLUMN keys_per_day INTEGER NOT NULL DEFAULT 200 CHECK (keys_per_day >= 1);
+`;
+
 export const DESK_MIGRATIONS: readonly Migration[] = [
   { name: "desk ledger", sql: V1 },
   { name: "desk sandbox", sql: V2 },
+  { name: "desk sandbox daily cap", sql: V3 },
 ];

@@ -5,7 +5,7 @@ import { confirmButton, field, h, labelled } from "./dom.ts";
 import { parseMc } from "./money.ts";
 import { attempt, money, mono, notify, type Page, rerender, section, when } from "./ui.ts";
 
-type Sandbox = { enabled: false } | { enabled: true; tools: string[]; budget_mc: number; ttl_s: number; updated_at: string };
+type Sandbox = { enabled: false } | { enabled: true; tools: string[]; budget_mc: number; ttl_s: number; keys_per_day: number; updated_at: string };
 
 export const sandboxPage: Page = {
   id: "sandbox",
@@ -29,6 +29,7 @@ export const sandboxPage: Page = {
         { class: "row" },
         labelled("Budget per key (mc)", h("input", { name: "budget_mc", class: "mono num", inputmode: "numeric", value: String(on?.budget_mc ?? 2000) }), "0 – 100,000; 2,000 mc = 2 cents"),
         labelled("Key lifetime (seconds)", h("input", { name: "ttl_s", class: "mono num", inputmode: "numeric", value: String(on?.ttl_s ?? 3600) }), "60 – 86,400"),
+        labelled("Keys per day, all networks", h("input", { name: "keys_per_day", class: "mono num", inputmode: "numeric", value: String(on?.keys_per_day ?? 200) }), "1 – 100,000"),
         h("button", { type: "submit", class: "primary" }, on ? "Save sandbox" : "Turn the sandbox on"),
       ),
     );
@@ -38,8 +39,9 @@ export const sandboxPage: Page = {
         const picked = Array.from(form.querySelectorAll<HTMLInputElement>('input[name="tool"]:checked')).map((i) => i.value);
         const budget = parseMc(field(form, "budget_mc"));
         const ttl = parseMc(field(form, "ttl_s"));
-        if (budget === null || ttl === null) throw new Error("budget and lifetime are whole numbers");
-        await api("PUT", "/admin/sandbox", { tools: picked, budget_mc: budget, ttl_s: ttl });
+        const keysPerDay = parseMc(field(form, "keys_per_day"));
+        if (budget === null || ttl === null || keysPerDay === null) throw new Error("budget, lifetime and keys per day are whole numbers");
+        await api("PUT", "/admin/sandbox", { tools: picked, budget_mc: budget, ttl_s: ttl, keys_per_day: keysPerDay });
         await rerender(sandboxPage, root);
         notify("The sandbox is on with these settings.");
       });
@@ -51,6 +53,7 @@ export const sandboxPage: Page = {
           h("span", { class: "badge good" }, "on"),
           h("span", {}, "Each key: ", money(on.budget_mc)),
           h("span", {}, `for ${on.ttl_s} s, tools `, mono(on.tools.join(", "))),
+          h("span", {}, `at most ${on.keys_per_day} keys a day`),
           h("span", { class: "muted" }, `since ${when(on.updated_at)}`),
           confirmButton("Turn off", "Confirm: turn the sandbox off", () =>
             attempt("Turning the sandbox off", async () => {
@@ -65,7 +68,7 @@ export const sandboxPage: Page = {
       section("State", state),
       section(
         on ? "Settings" : "Turn it on",
-        h("p", { class: "muted" }, "Anyone may then take a small key without signing in, each in its own organization, at most five per network per UTC day. Changes apply to keys handed out afterwards."),
+        h("p", { class: "muted" }, "Anyone may then take a small key without signing in, each in its own organization, at most five per network and the daily number below across all networks, per UTC day. Changes apply to keys handed out afterwards."),
         form,
       ),
     );
