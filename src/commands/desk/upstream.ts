@@ -39,9 +39,26 @@ export class UpstreamClient {
    * (or dribbles) kept its socket open for good, and once they filled the runtime's shared pool
    * of 256 connections every other upstream's calls timed out too.
    */
-  private readonly boundedFetch: FetchLike = (url, init) => {
-    const deadline = AbortSignal.timeout(this.timeoutMs);
-    return fetch(url, { ...init, signal: init?.signal ? AbortSignal.any([init.signal, deadline]) : deadline });
+  private readonly boundedFetch: FetchLike = async (url, init) => {
+    const cut = new AbortController();
+    const timer = setTimeout(() => cut.abort(new DOMException("the upstream timeout passed", "TimeoutError")), this.timeoutMs);
+    // Never what keeps the process alive (an event stream keeps it armed until the stream ends).
+    timer.unref();
+    let armed = true;
+    try {
+      const res = await fetch(url, { ...init, signal: init?.signal ? AbortSignal.any([init.signal, cut.signal]) : cut.signal });
+      // An event stream stays under the deadline while it is read; a JSON answer is read here,
+      // so the timer goes now and is not held for the whole timeout of every call.
+      if ((res.headers.get("content-type") ?? "").toLowerCase().startsWith("text/event-stream") && res.body !== null) {
+        armed = false;
+        const body = res.body.pipeThrough(new TransformStream<Uint8Array, Uint8Array>({ flush: () => clearTimeout(timer) }));
+        return new Response(body, { status: res.status, statusText: res.statusText, headers: res.headers });
+      }
+      const body = await res.arrayBuffer();
+      return new Response(res.status === 204 || res.status === 304 ? null : body, { status: res.status, statusText: res.statusText, headers: res.headers });
+    } finally {
+      if (armed) clearTimeout(timer);
+    }
   };
 
   /** The shared session: every concurrent caller waits on the same handshake. */
