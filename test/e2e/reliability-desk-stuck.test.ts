@@ -7,6 +7,7 @@
 import { afterAll, beforeAll, describe, expect, setDefaultTimeout, test } from "bun:test";
 import { connect, createServer, type Server, type Socket } from "node:net";
 import { join } from "node:path";
+import { MAX_EXCHANGES_PER_UPSTREAM } from "../../src/commands/desk/upstream.ts";
 import { type Envelope, openEnvelope, type Jwks } from "../../src/core/receipt/index.ts";
 import { runBinary } from "../helpers/binary.ts";
 import { adminJson, callTool, startDeskProcess } from "../helpers/desk-process.ts";
@@ -26,7 +27,9 @@ type StallingProxy = {
   port: number;
   /** Connections from now on behave this way; the open ones are closed (and gone when this resolves). */
   setMode(mode: Mode): Promise<void>;
-  stats: { silentConnections: number; bytesIntoSilence: number; dribbleConnections: number; bytesDribbled: number };
+  stats: { silentConnections: number; bytesIntoSilence: number; dribbleConnections: number; bytesDribbled: number; peakSilentOpen: number };
+  /** Resolves when `n` silent connections are open at once. */
+  whenSilentAtLeast(n: number): Promise<void>;
   /** Silent connections still open. */
   openSilent(): number;
   /** Resolves when every silent connection is closed, rejects when `withinMs` pass first. */
@@ -39,9 +42,10 @@ function stallingProxy(targetPort: number): Promise<StallingProxy> {
   let mode: Mode = "pass";
   const open = new Set<Socket>();
   const timers = new Set<ReturnType<typeof setInterval>>();
-  const stats = { silentConnections: 0, bytesIntoSilence: 0, dribbleConnections: 0, bytesDribbled: 0 };
+  const stats = { silentConnections: 0, bytesIntoSilence: 0, dribbleConnections: 0, bytesDribbled: 0, peakSilentOpen: 0 };
   const silentOpen = new Set<Socket>();
   const silentWaiters: (() => void)[] = [];
+  let atLeast: { n: number; wake: () => void }[] = [];
   const track = (s: Socket) => {
     open.add(s);
     s.on("close", () => open.delete(s));
@@ -53,6 +57,9 @@ function stallingProxy(targetPort: number): Promise<StallingProxy> {
       // Accepted, read, never answered: not a status line, not a header, not a byte.
       stats.silentConnections++;
       silentOpen.add(client);
+      stats.peakSilentOpen = Math.max(stats.peakSilentOpen, silentOpen.size);
+      for (const w of atLeast.filter((w) => silentOpen.size >= w.n)) w.wake();
+      atLeast = atLeast.filter((w) => silentOpen.size < w.n);
       client.on("close", () => {
         silentOpen.delete(client);
         if (silentOpen.size === 0) for (const w of silentWaiters.splice(0)) w();
@@ -98,6 +105,11 @@ function stallingProxy(targetPort: number): Promise<StallingProxy> {
           await Promise.all(closing);
         },
         openSilent: () => silentOpen.size,
+        whenSilentAtLeast: (n) =>
+          new Promise<void>((wake) => {
+            if (silentOpen.size >= n) wake();
+            else atLeast.push({ n, wake });
+          }),
         whenSilentClosed: (withinMs) =>
           new Promise<void>((resolve, reject) => {
             if (silentOpen.size === 0) return resolve();
@@ -122,6 +134,31 @@ async function stuckSecretOf(desk: Awaited<ReturnType<typeof startDeskProcess>>,
   const orgs = (await (await desk.admin("GET", "/admin/orgs")).json()) as { org_id: string }[];
   const key = await adminJson(desk, "POST", "/admin/keys", { org_id: orgs[0]!.org_id, budget_mc: 10_000, reset: "none", allow: [tool] });
   return key.secret as string;
+}
+
+/** One REST call on a socket of its own (HTTP/1.1 by hand), outside this process's fetch pool. */
+function rawCall(deskUrl: string, secret: string, tool: string, args: unknown): Promise<{ status: number; ms: number }> {
+  const { hostname, port } = new URL(deskUrl);
+  const body = JSON.stringify(args);
+  const t0 = performance.now();
+  return new Promise((resolve, reject) => {
+    let text = "";
+    const socket = connect(Number(port), hostname, () => {
+      socket.write(
+        `POST /v1/tools/${tool} HTTP/1.1\r\nHost: ${hostname}:${port}\r\nAuthorization: Bearer ${secret}\r\n` +
+          `Content-Type: application/json\r\nContent-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`,
+      );
+    });
+    socket.on("data", (d: Buffer) => {
+      text += d.toString("latin1");
+    });
+    socket.on("error", reject);
+    socket.on("close", () => {
+      const m = /^HTTP\/1\.1 (\d{3}) /.exec(text);
+      if (m) resolve({ status: Number(m[1]), ms: performance.now() - t0 });
+      else reject(new Error(`no HTTP answer: ${text.slice(0, 200)}`));
+    });
+  });
 }
 
 let fx: UpstreamFixture;
@@ -240,11 +277,13 @@ describe("the desk against stuck and dribbling upstreams (binary)", () => {
     expect(check.code).toBe(0);
   });
 
-  test("a silent upstream holds no socket past the timeout: after 260 stuck calls another upstream still answers", async () => {
+  test("a flood of calls to a silent upstream: other upstreams answer at once meanwhile, and no socket outlives the timeout", async () => {
     await using tmp = tempDir();
     const silent = await stallingProxy(fx.port);
     proxies.push(silent);
-    const desk = await startDeskProcess(join(tmp.path, "d"), ["--upstream-timeout", String(TIMEOUT_MS / 1000)]);
+    // A longer timeout here: the window in which the flood is stuck must dwarf a fast call.
+    const FLOOD_TIMEOUT_MS = 2_000;
+    const desk = await startDeskProcess(join(tmp.path, "d"), ["--upstream-timeout", String(FLOOD_TIMEOUT_MS / 1000)]);
     try {
       await adminJson(desk, "POST", "/admin/upstreams", { name: "fast", url: fx.url });
       await adminJson(desk, "POST", "/admin/upstreams", { name: "silent", url: `http://127.0.0.1:${silent.port}/mcp` });
@@ -257,22 +296,31 @@ describe("the desk against stuck and dribbling upstreams (binary)", () => {
       expect((await callTool(desk.url, keys[0]!, "silent__echo", { text: "warm" })).status).toBe(200);
       await silent.setMode("silent");
 
-      const stuck = await Promise.all(
+      const t0 = performance.now();
+      const flood = Promise.all(
         Array.from({ length: 260 }, async (_, i) => {
           const r = await callTool(desk.url, keys[i % 13]!, "silent__echo", { text: `stuck ${i}` });
           await r.arrayBuffer();
           return r.status;
         }),
       );
+      // While the flood waits on the silent upstream (as many exchanges as it may hold), a call to
+      // the healthy one, on a socket of its own (this process's fetch pool is busy with the flood).
+      await silent.whenSilentAtLeast(MAX_EXCHANGES_PER_UPSTREAM);
+      const during = await rawCall(desk.url, keys[13]!, "fast__echo", { text: "during the flood" });
+      expect(during.status).toBe(200);
+      expect(during.ms).toBeLessThan(FLOOD_TIMEOUT_MS / 3);
+      expect(performance.now() - t0).toBeLessThan(FLOOD_TIMEOUT_MS);
+      // The silent upstream never held more than its share of the runtime's 256 connections.
+      expect(silent.stats.peakSilentOpen).toBe(MAX_EXCHANGES_PER_UPSTREAM);
+
+      const stuck = await flood;
       expect(stuck.every((status) => status === 504)).toBe(true);
-      expect(silent.stats.silentConnections).toBeGreaterThanOrEqual(200);
       // Each exchange is cut at the timeout: the sockets close (before the fix they stayed open
       // for good and, past 256, every other upstream's calls timed out as well).
-      await silent.whenSilentClosed(TIMEOUT_MS + SLACK_MS);
-      const t0 = performance.now();
-      const fast = await callTool(desk.url, keys[13]!, "fast__echo", { text: "still served" });
-      expect(fast.status).toBe(200);
-      expect(performance.now() - t0).toBeLessThan(TIMEOUT_MS);
+      await silent.whenSilentClosed(FLOOD_TIMEOUT_MS + SLACK_MS);
+      const after = await callTool(desk.url, keys[13]!, "fast__echo", { text: "still served" });
+      expect(after.status).toBe(200);
     } finally {
       expect(await desk.stop()).toBe(0);
     }

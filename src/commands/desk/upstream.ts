@@ -18,6 +18,47 @@ export type CallOutcome =
   /** Any other isError result: the tool ran and failed. */
   | { kind: "tool_failed" };
 
+/**
+ * HTTP exchanges one upstream may have open at once (calls, their cancellations, the event
+ * stream); more wait for a slot within their deadline. Half of the runtime's shared pool of 256
+ * fetch connections: one upstream that stops answering cannot take the connections the others need.
+ */
+export const MAX_EXCHANGES_PER_UPSTREAM = 128;
+
+/** A counting semaphore whose waiters give up when their signal aborts. */
+class Slots {
+  private used = 0;
+  private readonly waiting: (() => void)[] = [];
+
+  constructor(private readonly size: number) {}
+
+  acquire(signal: AbortSignal): Promise<void> {
+    if (this.used < this.size && this.waiting.length === 0) {
+      this.used++;
+      return Promise.resolve();
+    }
+    return new Promise((resolve, reject) => {
+      const grant = () => {
+        signal.removeEventListener("abort", giveUp);
+        this.used++;
+        resolve();
+      };
+      const giveUp = () => {
+        const i = this.waiting.indexOf(grant);
+        if (i !== -1) this.waiting.splice(i, 1);
+        reject(signal.reason);
+      };
+      this.waiting.push(grant);
+      signal.addEventListener("abort", giveUp, { once: true });
+    });
+  }
+
+  release(): void {
+    this.used--;
+    this.waiting.shift()?.();
+  }
+}
+
 /** Pages of tools/list read at most, so an upstream cannot keep registration looping. */
 const MAX_TOOL_PAGES = 100;
 
@@ -41,25 +82,42 @@ export class UpstreamClient {
    */
   private readonly boundedFetch: FetchLike = async (url, init) => {
     const cut = new AbortController();
-    const timer = setTimeout(() => cut.abort(new DOMException("the upstream timeout passed", "TimeoutError")), this.timeoutMs);
+    let holding = false;
+    let done = false;
+    // Ends the exchange once: the timer goes and the slot returns.
+    const finish = () => {
+      if (done) return;
+      done = true;
+      clearTimeout(timer);
+      if (holding) this.slots.release();
+    };
+    const timer = setTimeout(() => {
+      cut.abort(new DOMException("the upstream timeout passed", "TimeoutError"));
+      finish();
+    }, this.timeoutMs);
     // Never what keeps the process alive (an event stream keeps it armed until the stream ends).
     timer.unref();
-    let armed = true;
+    let handedOff = false;
     try {
+      await this.slots.acquire(cut.signal);
+      holding = !done;
+      if (done) this.slots.release();
       const res = await fetch(url, { ...init, signal: init?.signal ? AbortSignal.any([init.signal, cut.signal]) : cut.signal });
       // An event stream stays under the deadline while it is read; a JSON answer is read here,
-      // so the timer goes now and is not held for the whole timeout of every call.
+      // so the exchange ends now and does not hold its timer and slot for the whole timeout.
       if ((res.headers.get("content-type") ?? "").toLowerCase().startsWith("text/event-stream") && res.body !== null) {
-        armed = false;
-        const body = res.body.pipeThrough(new TransformStream<Uint8Array, Uint8Array>({ flush: () => clearTimeout(timer) }));
+        handedOff = true;
+        const body = res.body.pipeThrough(new TransformStream<Uint8Array, Uint8Array>({ flush: finish }));
         return new Response(body, { status: res.status, statusText: res.statusText, headers: res.headers });
       }
       const body = await res.arrayBuffer();
       return new Response(res.status === 204 || res.status === 304 ? null : body, { status: res.status, statusText: res.statusText, headers: res.headers });
     } finally {
-      if (armed) clearTimeout(timer);
+      if (!handedOff) finish();
     }
   };
+
+  private readonly slots = new Slots(MAX_EXCHANGES_PER_UPSTREAM);
 
   /** The shared session: every concurrent caller waits on the same handshake. */
   private connect(timeoutMs: number): Promise<Client> {
