@@ -143,19 +143,26 @@ export async function run(options: RestartSoakOptions): Promise<RestartSoakSumma
     const verb = rnd() < 0.5 ? "approve" : "deny";
     const current = ap;
     const at = current.type(`${verb} ${id}`);
+    let m: RegExpExecArray;
     try {
-      if (verb === "approve") {
-        const m = await current.out.waitFor(new RegExp(`^${id}: approved: .*\\n {2}(demo-[0-9a-f]{8}): no money moved`, "m"), at);
-        decided.set(id, { state: "approved", ref: m[1]! });
-      } else {
-        await current.out.waitFor(new RegExp(`^${id}: denied: `, "m"), at);
-        decided.set(id, { state: "denied" });
-      }
-      return true;
+      // Any answer the console gives about this id, so a wrong one fails at once.
+      m = await current.out.waitFor(
+        new RegExp(`^${id}: (?:(approved): .*\\n {2}(demo-[0-9a-f]{8}): no money moved.*|(denied): .*|(?!approved: |denied: )(.*))$`, "m"),
+        at,
+      );
     } catch {
+      // The kill came first: the decision may have been recorded or not.
       cutDecisions.set(id, verb === "approve" ? "approved" : "denied");
       return false;
     }
+    const [, approved, ref, denied, other] = m;
+    if (approved && verb === "approve") decided.set(id, { state: "approved", ref: ref! });
+    else if (denied && verb === "deny") decided.set(id, { state: "denied" });
+    else {
+      failures.push(`${verb} ${id} (accepted, never decided) was answered ${JSON.stringify(other ?? m[0])}`);
+      return false;
+    }
+    return true;
   };
 
   /**
@@ -208,8 +215,9 @@ export async function run(options: RestartSoakOptions): Promise<RestartSoakSumma
     while (accepted.size - acceptedBefore < asksPerCycle || confirmed < decisionsPerCycle) {
       if (confirmed < decisionsPerCycle && (await decideOne())) confirmed++;
       else await nextAccepted();
-      if (failures.length > 50) break;
+      if (failures.length > 0) break;
     }
+    if (failures.length > 0) break;
     // Kill mid-stream: senders are posting, and one more decision is typed and not waited for.
     const signal = cycle % 2 === 1 ? "SIGKILL" : "SIGTERM";
     const pool = undecided();
@@ -227,6 +235,7 @@ export async function run(options: RestartSoakOptions): Promise<RestartSoakSumma
     ap = await start(listen);
     markUp();
     await checkAfterRestart(cycle, false);
+    if (failures.length > 0) break;
   }
   stopping = true;
   await Promise.all(senderLoops);
