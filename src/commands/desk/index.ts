@@ -196,14 +196,17 @@ export async function runDesk(run: DeskRun): Promise<void> {
   } catch (err) {
     throw failure(`cannot listen on ${flags.listen ?? "127.0.0.1:8787"}: ${(err as NodeJS.ErrnoException).code ?? "error"}`);
   }
-  const host = listen.hostname.includes(":") ? `[${listen.hostname}]` : listen.hostname;
-  log(`desk listening on ${tls ? "https" : "http"}://${host}:${server.port}`);
-
-  await new Promise<void>((resolve) => {
+  // The handlers go in before the line that says the desk listens: a supervisor that sends
+  // SIGTERM as soon as it reads that line must get a clean stop, not the default death (143).
+  const stopped = new Promise<void>((resolve) => {
     const stop = () => resolve();
     process.once("SIGINT", stop);
     process.once("SIGTERM", stop);
   });
+  const host = listen.hostname.includes(":") ? `[${listen.hostname}]` : listen.hostname;
+  log(`desk listening on ${tls ? "https" : "http"}://${host}:${server.port}`);
+
+  await stopped;
   clearInterval(sweep);
   await server.stop();
   await desk.close();
