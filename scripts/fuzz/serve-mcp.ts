@@ -32,6 +32,8 @@ export type ServeMcpFuzzSummary = {
   byKind: Record<string, number>;
   byAnswer: Record<string, number>;
   created: number;
+  /** Asks the person decided on the console during the run. */
+  decisions: number;
   cardsTried: number;
   elapsedMs: number;
   failures: string[];
@@ -47,6 +49,8 @@ type Call = {
   cards: string[];
   /** For status: read back the id of an earlier created ask (index into them). */
   useCreated?: number;
+  /** Before the status call, the person decides that ask on the approver's console. */
+  decide?: "approve" | "deny";
 };
 
 const FIELD_NAMES = ["merchant", "amount", "currency", "card_handle", "checkout_url", "provider_url", "identity_handle", "reason", "approval_id"];
@@ -87,6 +91,10 @@ const cardCall = fc
 export const callArb: fc.Arbitrary<Call> = fc.oneof(
   { arbitrary: call("valid", anyVerb), weight: 5 },
   { arbitrary: fc.nat().map((n) => ({ kind: "status-created", name: "request", args: { verb: "status" }, cards: [], useCreated: n })), weight: 2 },
+  {
+    arbitrary: fc.tuple(fc.nat(), fc.constantFrom("approve", "deny") as fc.Arbitrary<"approve" | "deny">).map(([n, decide]) => ({ kind: "decided-status", name: "request", args: { verb: "status" }, cards: [], useCreated: n, decide })),
+    weight: 1,
+  },
   { arbitrary: call("status-other", fc.oneof(approvalIdArb, hostileText(14), anyJsonValue).map((id) => ({ verb: "status", approval_id: id }))), weight: 1 },
   { arbitrary: call("unicode-field", fc.tuple(anyVerb, fc.constantFrom(...FIELD_NAMES), hostileText(60)).map(([a, k, v]) => ({ ...a, [k]: v }))), weight: 4 },
   { arbitrary: call("wrong-type", fc.tuple(anyVerb, fc.constantFrom(...FIELD_NAMES, "verb"), anyJsonValue).map(([a, k, v]) => ({ ...a, [k]: v }))), weight: 3 },
@@ -101,17 +109,21 @@ export const callArb: fc.Arbitrary<Call> = fc.oneof(
 
 // --- what the agent must get --------------------------------------------------------------------
 
-type Expected = { kind: "created" } | { kind: "status"; id: string; state: "pending" } | { kind: "code"; code: string };
+type AskState = { state: "pending" | "approved" | "denied"; ref?: string };
+/** A decision being typed: its ref is not known yet. */
+const ANY_REF = "*";
+type Expected = { kind: "created" } | { kind: "status"; id: string; states: AskState[] } | { kind: "code"; code: string };
 
 /** The answer SPEC 7.2 gives for these arguments (with a large pending cap and nothing decided). */
-function expectedOf(name: string, args: unknown, created: Set<string>): Expected {
+function expectedOf(name: string, args: unknown, created: Map<string, AskState[]>): Expected {
   if (name !== "request") return { kind: "code", code: "TOOL_UNKNOWN" };
   const parsed = parseRequestArguments(args, { holdsCardNumber });
   if (!parsed.ok) return { kind: "code", code: parsed.code };
   const r = parsed.request;
   if (r.verb === "status") {
     if (!isApprovalId(r.approval_id)) return { kind: "code", code: "APPROVAL_ID_INVALID" };
-    return created.has(r.approval_id) ? { kind: "status", id: r.approval_id, state: "pending" } : { kind: "code", code: "ASK_NOT_FOUND" };
+    const states = created.get(r.approval_id);
+    return states ? { kind: "status", id: r.approval_id, states } : { kind: "code", code: "ASK_NOT_FOUND" };
   }
   const input = { approval_id: "0000000000", ...r.fields };
   const checked = r.verb === "pay" ? validatePayAsk(input) : validateAccountAsk(input);
@@ -166,7 +178,11 @@ function judge(args: unknown, expected: Expected, r: Result): { label: string; p
       } else createdId = sc.approval_id as string;
     } else if (expected.kind === "status") {
       label = `status ${String(sc.state)}`;
-      const ok = sc.approval_id === expected.id && sc.state === expected.state && scKeys === SUCCESS_KEYS.status.join();
+      // One of the states the ask may be in now (a decision may be landing), ref only with approved.
+      const ok =
+        sc.approval_id === expected.id &&
+        expected.states.some((e) => sc.state === e.state && (e.ref === ANY_REF ? isSafeRef(sc.ref) : sc.ref === e.ref)) &&
+        scKeys === (sc.state === "approved" ? SUCCESS_KEYS.approved : SUCCESS_KEYS.status).join();
       if (!ok) problems.push(`bad status ${text.slice(0, 160)} for ${expected.id}`);
     } else {
       label = `success where ${expected.code} was owed`;
@@ -256,7 +272,9 @@ export async function run(options: ServeMcpFuzzOptions): Promise<ServeMcpFuzzSum
   const byKind: Record<string, number> = {};
   const byAnswer: Record<string, number> = {};
   const created: string[] = [];
-  const createdSet = new Set<string>();
+  /** Each created ask and the states a status may find it in (more than one while a decision lands). */
+  const createdSet = new Map<string, AskState[]>();
+  let decisions = 0;
   const cards = new Set<string>();
   let owedExchanges = 0;
 
@@ -276,6 +294,23 @@ export async function run(options: ServeMcpFuzzOptions): Promise<ServeMcpFuzzSum
     for (const d of c.cards) cards.add(d);
     let args: Record<string, unknown> = c.args;
     if (c.useCreated !== undefined) args = { verb: "status", approval_id: created.length > 0 ? created[c.useCreated % created.length] : "K7Q2M4XZ3A" };
+    const id = args.approval_id as string;
+    const states = createdSet.get(id);
+    if (c.decide && states?.length === 1 && states[0]!.state === "pending") {
+      // The person decides on the console; status calls meanwhile may see either state.
+      const decided: AskState = c.decide === "approve" ? { state: "approved", ref: ANY_REF } : { state: "denied" };
+      createdSet.set(id, [{ state: "pending" }, decided]);
+      const at = ap.type(`${c.decide} ${id}`);
+      const m = await ap.out
+        .waitFor(new RegExp(c.decide === "approve" ? `^${id}: approved: .*\\n {2}(demo-[0-9a-f]{8}): no money moved` : `^${id}: denied: `, "m"), at)
+        .catch(() => undefined);
+      if (!m) {
+        failures.push(`call ${index}: the console did not confirm ${c.decide} ${id}`);
+        return;
+      }
+      createdSet.set(id, [c.decide === "approve" ? { state: "approved", ref: m[1] } : { state: "denied" }]);
+      decisions++;
+    }
     // What goes over the wire is JSON: judge what serve-mcp receives.
     const wire = JSON.parse(JSON.stringify(args)) as Record<string, unknown>;
     const expected = expectedOf(c.name, wire, createdSet);
@@ -288,12 +323,14 @@ export async function run(options: ServeMcpFuzzOptions): Promise<ServeMcpFuzzSum
       failures.push(`call ${index} (${c.kind}): the call failed: ${err instanceof Error ? err.message.slice(0, 160) : String(err)}`);
       return;
     }
+    // A decision may have landed while the call was in flight: either state is right.
+    if (expected.kind === "status") expected.states = [...expected.states, ...(createdSet.get(expected.id) ?? [])];
     const { label, problems, createdId } = judge(wire, expected, r);
     bump(byAnswer, label);
     for (const p of problems) failures.push(`call ${index} (${c.kind}): ${p}`);
     if (createdId) {
       created.push(createdId);
-      createdSet.add(createdId);
+      createdSet.set(createdId, [{ state: "pending" }]);
     }
   };
 
@@ -332,7 +369,7 @@ export async function run(options: ServeMcpFuzzOptions): Promise<ServeMcpFuzzSum
   const approverDigits = digitsOf(ap.out.text + ap.err.text);
   {
     using ledger = AskLedger.open(db, () => new Date());
-    const stored = ledger.listPending();
+    const stored = [...createdSet.keys()].flatMap((id) => ledger.get(id) ?? []);
     const storedDigits = digitsOf(JSON.stringify(stored.map((s) => s.ask)));
     for (const card of cards) {
       if (approverDigits.includes(card)) failures.push(`card number ${card.slice(0, 4)}... reached the approver's console or log`);
@@ -340,18 +377,21 @@ export async function run(options: ServeMcpFuzzOptions): Promise<ServeMcpFuzzSum
     }
     for (const s of stored) if (holdsCardNumber(s.ask)) failures.push(`stored ask ${s.ask.approval_id} holds a card number`);
     const storedIds = new Set(stored.map((s) => s.ask.approval_id));
-    if (stored.length !== createdSet.size) failures.push(`the approver stored ${stored.length} asks; the agent saw ${createdSet.size} created`);
-    for (const id of createdSet) if (!storedIds.has(id)) failures.push(`created ${id} is not in the approver's ledger`);
+    for (const id of createdSet.keys()) if (!storedIds.has(id)) failures.push(`created ${id} is not in the approver's ledger`);
+    // Nothing else is stored: the pending asks are exactly the created ones left undecided.
+    const pendingIds = ledger.listPending().map((s) => s.ask.approval_id).sort();
+    const undecided = [...createdSet].filter(([, st]) => st.length === 1 && st[0]!.state === "pending").map(([id]) => id).sort();
+    if (pendingIds.join() !== undecided.join()) failures.push(`the approver holds ${pendingIds.length} pending asks; the agent saw ${undecided.length} created and undecided`);
   }
 
-  return { runs, seed, byKind, byAnswer, created: createdSet.size, cardsTried: cards.size, elapsedMs, failures };
+  return { runs, seed, byKind, byAnswer, created: createdSet.size, decisions, cardsTried: cards.size, elapsedMs, failures };
 }
 
 if (import.meta.main) {
   const options = cliOptions("scripts/fuzz/serve-mcp.ts", 10_000);
   const s = await run(options);
   console.log(
-    formatSummary("fuzz:serve-mcp", s, { "calls by kind": s.byKind, "results by state or code": s.byAnswer }, `asks created and found in the approver's ledger: ${s.created}; card numbers tried: ${s.cardsTried}`),
+    formatSummary("fuzz:serve-mcp", s, { "calls by kind": s.byKind, "results by state or code": s.byAnswer }, `asks created and found in the approver's ledger: ${s.created} (${s.decisions} decided on its console); card numbers tried: ${s.cardsTried}`),
   );
   process.exit(s.failures.length === 0 ? 0 : 1);
 }
