@@ -243,6 +243,11 @@ export class DeskLedger {
   private flushScheduled = false;
 
   private checkpointer: Worker | null = null;
+  /**
+   * One IMMEDIATE transaction wrapper, built once: `db.transaction(fn)` per call rebuilt four
+   * wrappers each time (~3% of the desk's CPU). Nested inside the group commit it is a savepoint.
+   */
+  private readonly immediateTx: (body: () => unknown) => unknown;
 
   constructor(path: string, options: DeskLedgerOptions = {}) {
     this.db = openLedger(path, {
@@ -250,6 +255,7 @@ export class DeskLedger {
       synchronous: options.synchronous ?? "NORMAL",
       busyTimeoutMs: options.busyTimeoutMs ?? 10_000,
     });
+    this.immediateTx = this.db.transaction((body: () => unknown) => body()).immediate;
     if (options.backgroundCheckpointMs !== undefined && path !== ":memory:") {
       this.db.run(`PRAGMA wal_autocheckpoint = ${BACKSTOP_CHECKPOINT_PAGES}`);
       this.db.run(`PRAGMA journal_size_limit = ${64 * 1024 * 1024}`);
@@ -304,6 +310,11 @@ export class DeskLedger {
    * or roll back together; one that throws rolls back alone. The promise settles after COMMIT:
    * nothing is answered before it is durable.
    */
+  /** Runs `body` in one IMMEDIATE transaction (a savepoint when already inside one). */
+  private immediate<T>(body: () => T): T {
+    return this.immediateTx(body) as T;
+  }
+
   batched<T>(op: () => T): Promise<T> {
     return new Promise<T>((resolve, reject) => {
       this.queue.push({ run: op, resolve: resolve as (value: unknown) => void, reject });
@@ -323,17 +334,15 @@ export class DeskLedger {
     if (this.queue.length > 0) this.scheduleFlush();
     const results: ({ ok: true; value: unknown } | { ok: false; error: unknown })[] = [];
     try {
-      this.db
-        .transaction(() => {
-          for (const op of ops) {
-            try {
-              results.push({ ok: true, value: op.run() });
-            } catch (error) {
-              results.push({ ok: false, error });
-            }
+      this.immediate(() => {
+        for (const op of ops) {
+          try {
+            results.push({ ok: true, value: op.run() });
+          } catch (error) {
+            results.push({ ok: false, error });
           }
-        })
-        .immediate();
+        }
+      });
     } catch (error) {
       for (const op of ops) op.reject(error);
       return;
@@ -516,25 +525,21 @@ export class DeskLedger {
 
   /** A refusal with no receipt (429, 404, 400 ARGS_INVALID): an audit row and a failure count. */
   recordPlainRefusal(ctx: CallContext, outcome: PlainOutcome, httpStatus: number): void {
-    this.db
-      .transaction(() => {
-        this.countFailure(ctx.key.id, ctx.hour);
-        this.appendAudit(ctx, outcome, httpStatus, null);
-      })
-      .immediate();
+    this.immediate(() => {
+      this.countFailure(ctx.key.id, ctx.hour);
+      this.appendAudit(ctx, outcome, httpStatus, null);
+    });
   }
 
   /** 403: the tool is not on the allowlist. A signed receipt, no money moves. */
   refuseNotAllowed(ctx: CallContext, make: ReceiptMaker): { receipt: StoredReceipt; remainingMc: number } {
-    return this.db
-      .transaction(() => {
-        const key = this.countFailure(ctx.key.id, ctx.hour)!;
-        const remainingMc = key.budget_mc - (key.period === ctx.period ? key.spent_mc : 0);
-        const receipt = this.appendReceipt(ctx, make, "refused_not_allowed", 403, 0, remainingMc, ctx.period);
-        this.appendAudit(ctx, "refused_not_allowed", 403, receipt.id);
-        return { receipt, remainingMc };
-      })
-      .immediate();
+    return this.immediate(() => {
+      const key = this.countFailure(ctx.key.id, ctx.hour)!;
+      const remainingMc = key.budget_mc - (key.period === ctx.period ? key.spent_mc : 0);
+      const receipt = this.appendReceipt(ctx, make, "refused_not_allowed", 403, 0, remainingMc, ctx.period);
+      this.appendAudit(ctx, "refused_not_allowed", 403, receipt.id);
+      return { receipt, remainingMc };
+    });
   }
 
   /**
@@ -544,39 +549,37 @@ export class DeskLedger {
    * forward: a clock stepping back cannot reopen a spent period.
    */
   reserve(ctx: CallContext, make: ReceiptMaker): ReserveResult {
-    return this.db
-      .transaction((): ReserveResult => {
-        const reserved = this.db
+    return this.immediate((): ReserveResult => {
+      const reserved = this.db
+        .query(
+          `UPDATE keys SET spent_mc = (CASE WHEN period = :period THEN spent_mc ELSE 0 END) + :price, period = :period
+           WHERE id = :id AND revoked_at IS NULL AND (expires_at IS NULL OR expires_at > :now) AND :period >= period
+             AND (CASE WHEN period = :period THEN spent_mc ELSE 0 END) + :price <= budget_mc
+           RETURNING budget_mc - spent_mc AS remaining`,
+        )
+        .get({ id: ctx.key.id, period: ctx.period, price: ctx.priceMc, now: ctx.now }) as { remaining: number } | null;
+      if (reserved !== null) {
+        this.db
           .query(
-            `UPDATE keys SET spent_mc = (CASE WHEN period = :period THEN spent_mc ELSE 0 END) + :price, period = :period
-             WHERE id = :id AND revoked_at IS NULL AND (expires_at IS NULL OR expires_at > :now) AND :period >= period
-               AND (CASE WHEN period = :period THEN spent_mc ELSE 0 END) + :price <= budget_mc
-             RETURNING budget_mc - spent_mc AS remaining`,
+            `INSERT INTO spend (key_id, period, spent_mc) VALUES (?, ?, ?)
+             ON CONFLICT (key_id, period) DO UPDATE SET spent_mc = spent_mc + excluded.spent_mc`,
           )
-          .get({ id: ctx.key.id, period: ctx.period, price: ctx.priceMc, now: ctx.now }) as { remaining: number } | null;
-        if (reserved !== null) {
-          this.db
-            .query(
-              `INSERT INTO spend (key_id, period, spent_mc) VALUES (?, ?, ?)
-               ON CONFLICT (key_id, period) DO UPDATE SET spent_mc = spent_mc + excluded.spent_mc`,
-            )
-            .run(ctx.key.id, ctx.period, ctx.priceMc);
-          const res = this.db
-            .query(
-              `INSERT INTO reservations (key_id, org_id, tool, period, price_mc, upstream_cost_mc, params_sha256, created_at, state)
-               VALUES (?, ?, ?, ?, ?, ?, ?, ?, 'open') RETURNING id`,
-            )
-            .get(ctx.key.id, ctx.key.org_id, ctx.tool, ctx.period, ctx.priceMc, ctx.upstreamCostMc, ctx.paramsSha256, ctx.now) as { id: number };
-          return { kind: "reserved", reservationId: res.id, remainingMc: reserved.remaining };
-        }
-        const key = this.countFailure(ctx.key.id, ctx.hour);
-        if (key === null || key.revoked_at !== null || (key.expires_at !== null && key.expires_at <= ctx.now)) return { kind: "key_gone" };
-        const remainingMc = key.budget_mc - (key.period === ctx.period ? key.spent_mc : 0);
-        const receipt = this.appendReceipt(ctx, make, "refused_budget", 402, 0, remainingMc, ctx.period);
-        this.appendAudit(ctx, "refused_budget", 402, receipt.id);
-        return { kind: "no_room", receipt, remainingMc };
-      })
-      .immediate();
+          .run(ctx.key.id, ctx.period, ctx.priceMc);
+        const res = this.db
+          .query(
+            `INSERT INTO reservations (key_id, org_id, tool, period, price_mc, upstream_cost_mc, params_sha256, created_at, state)
+             VALUES (?, ?, ?, ?, ?, ?, ?, ?, 'open') RETURNING id`,
+          )
+          .get(ctx.key.id, ctx.key.org_id, ctx.tool, ctx.period, ctx.priceMc, ctx.upstreamCostMc, ctx.paramsSha256, ctx.now) as { id: number };
+        return { kind: "reserved", reservationId: res.id, remainingMc: reserved.remaining };
+      }
+      const key = this.countFailure(ctx.key.id, ctx.hour);
+      if (key === null || key.revoked_at !== null || (key.expires_at !== null && key.expires_at <= ctx.now)) return { kind: "key_gone" };
+      const remainingMc = key.budget_mc - (key.period === ctx.period ? key.spent_mc : 0);
+      const receipt = this.appendReceipt(ctx, make, "refused_budget", 402, 0, remainingMc, ctx.period);
+      this.appendAudit(ctx, "refused_budget", 402, receipt.id);
+      return { kind: "no_room", receipt, remainingMc };
+    });
   }
 
   /**
@@ -593,49 +596,47 @@ export class DeskLedger {
     hour: string,
     make: ReceiptMaker,
   ): SettleResult {
-    return this.db
-      .transaction((): SettleResult => {
-        const receiptId = newId("rcpt");
-        const res = this.db
-          .query("UPDATE reservations SET state = 'settled', outcome = ?, receipt_id = ? WHERE id = ? AND state = 'open' RETURNING *")
-          .get(outcome, receiptId, reservationId) as ReservationRow | null;
-        if (res === null) {
-          const prior = this.db.query("SELECT * FROM reservations WHERE id = ?").get(reservationId) as ReservationRow | null;
-          if (prior === null) throw new DeskLedgerError("MISSING");
-          const receipt = prior.receipt_id === null ? null : this.getReceipt(prior.receipt_id);
-          return { kind: "already_settled", receipt, outcome: prior.outcome, remainingMc: this.remainingOf(prior.key_id, prior.period) };
-        }
-        const charged = outcome === "charged";
-        // A refund, the failure count and the fresh key row in one statement; the key's spend
-        // drops only while it is still in the reservation's period.
-        const key = (
-          charged
-            ? this.getKey(res.key_id)
-            : this.db
-                .query(
-                  `UPDATE keys SET spent_mc = CASE WHEN period = :period THEN spent_mc - :price ELSE spent_mc END,
-                     fail_count = CASE WHEN fail_hour = :hour THEN fail_count ELSE 0 END + 1, fail_hour = :hour
-                   WHERE id = :id RETURNING *`,
-                )
-                .get({ id: res.key_id, period: res.period, price: res.price_mc, hour })
-        ) as KeyRow;
-        if (!charged) this.db.query("UPDATE spend SET spent_mc = spent_mc - ? WHERE key_id = ? AND period = ?").run(res.price_mc, res.key_id, res.period);
-        const remainingMc = key.budget_mc - (key.period === periodOf(key.reset, now) ? key.spent_mc : 0);
-        const ctx: CallContext = {
-          key,
-          tool: res.tool,
-          priceMc: res.price_mc,
-          upstreamCostMc: res.upstream_cost_mc,
-          paramsSha256: res.params_sha256,
-          now,
-          hour,
-          period: res.period,
-        };
-        const receipt = this.appendReceipt(ctx, make, outcome, httpStatus, charged ? res.price_mc : 0, remainingMc, res.period, resultSha256, receiptId);
-        this.appendAudit(ctx, outcome, httpStatus, receipt.id);
-        return { kind: "settled", receipt, remainingMc };
-      })
-      .immediate();
+    return this.immediate((): SettleResult => {
+      const receiptId = newId("rcpt");
+      const res = this.db
+        .query("UPDATE reservations SET state = 'settled', outcome = ?, receipt_id = ? WHERE id = ? AND state = 'open' RETURNING *")
+        .get(outcome, receiptId, reservationId) as ReservationRow | null;
+      if (res === null) {
+        const prior = this.db.query("SELECT * FROM reservations WHERE id = ?").get(reservationId) as ReservationRow | null;
+        if (prior === null) throw new DeskLedgerError("MISSING");
+        const receipt = prior.receipt_id === null ? null : this.getReceipt(prior.receipt_id);
+        return { kind: "already_settled", receipt, outcome: prior.outcome, remainingMc: this.remainingOf(prior.key_id, prior.period) };
+      }
+      const charged = outcome === "charged";
+      // A refund, the failure count and the fresh key row in one statement; the key's spend
+      // drops only while it is still in the reservation's period.
+      const key = (
+        charged
+          ? this.getKey(res.key_id)
+          : this.db
+              .query(
+                `UPDATE keys SET spent_mc = CASE WHEN period = :period THEN spent_mc - :price ELSE spent_mc END,
+                   fail_count = CASE WHEN fail_hour = :hour THEN fail_count ELSE 0 END + 1, fail_hour = :hour
+                 WHERE id = :id RETURNING *`,
+              )
+              .get({ id: res.key_id, period: res.period, price: res.price_mc, hour })
+      ) as KeyRow;
+      if (!charged) this.db.query("UPDATE spend SET spent_mc = spent_mc - ? WHERE key_id = ? AND period = ?").run(res.price_mc, res.key_id, res.period);
+      const remainingMc = key.budget_mc - (key.period === periodOf(key.reset, now) ? key.spent_mc : 0);
+      const ctx: CallContext = {
+        key,
+        tool: res.tool,
+        priceMc: res.price_mc,
+        upstreamCostMc: res.upstream_cost_mc,
+        paramsSha256: res.params_sha256,
+        now,
+        hour,
+        period: res.period,
+      };
+      const receipt = this.appendReceipt(ctx, make, outcome, httpStatus, charged ? res.price_mc : 0, remainingMc, res.period, resultSha256, receiptId);
+      this.appendAudit(ctx, outcome, httpStatus, receipt.id);
+      return { kind: "settled", receipt, remainingMc };
+    });
   }
 
   /** Ids of reservations still open that were taken before `beforeMs` (all of them: Infinity). */
