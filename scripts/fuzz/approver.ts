@@ -341,7 +341,7 @@ function routeOf(method: string, path: string): "pay" | "account" | { status: st
 
 type State = { accepted: string[]; acceptedSet: Set<string>; refused: string[]; refusedSet: Set<string>; inFlight: Set<string> };
 
-function expect(c: HttpCase, state: State): Expected {
+function owedAnswer(c: HttpCase, state: State): Expected {
   if (c.framing.how === "stall") return { answer: "none-or-parser" };
   const route = routeOf(c.method, c.path);
   if (route === "none") return { answer: "code", code: "NOT_FOUND" };
@@ -361,11 +361,8 @@ function expect(c: HttpCase, state: State): Expected {
   if (body.length > MAX_BODY) return { answer: "code", code: "BODY_TOO_LARGE" };
   const outcome = createOutcome(route, body);
   if (!outcome.ok) return { answer: "code", code: outcome.code };
-  if (state.acceptedSet.has(outcome.id) || state.refusedSet.has(outcome.id)) {
-    // Refused ids are never stored, so only an accepted one is a replay.
-    return state.acceptedSet.has(outcome.id) ? { answer: "code", code: "ID_ALREADY_USED" } : { answer: "created", id: outcome.id };
-  }
-  return { answer: "created", id: outcome.id };
+  // Refused ids are never stored, so only an accepted one is a replay.
+  return state.acceptedSet.has(outcome.id) ? { answer: "code", code: "ID_ALREADY_USED" } : { answer: "created", id: outcome.id };
 }
 
 // --- the wire ---------------------------------------------------------------------------------
@@ -480,8 +477,8 @@ function judge(c: Case, expected: Expected, a: Answer, sentId: string | undefine
   if ("method" in c && c.method === "HEAD") {
     return { label: `HEAD ${a.status}`, problem: a.status === 404 ? undefined : `HEAD answered ${a.status}` };
   }
-  const type_ = a.headers.get("content-type") ?? "";
-  if (!/^application\/json/.test(type_)) return { label: `${a.status} ${type_}`, problem: `answer is not JSON: ${a.status} ${type_}` };
+  const contentType = a.headers.get("content-type") ?? "";
+  if (!/^application\/json/.test(contentType)) return { label: `${a.status} ${contentType}`, problem: `answer is not JSON: ${a.status} ${contentType}` };
   if (a.headers.get("cache-control") !== "no-store") return { label: `${a.status}`, problem: "answer without Cache-Control: no-store" };
   let value: unknown;
   try {
@@ -555,7 +552,7 @@ export async function run(options: ApproverFuzzOptions): Promise<ApproverFuzzSum
     } else if (c.useRefused !== undefined && state.refused.length > 0) {
       sent = { ...c, path: `/v1/asks/${state.refused[c.useRefused % state.refused.length]}` };
     }
-    const expected = expect(sent, state);
+    const expected = owedAnswer(sent, state);
     const sentId = (() => {
       try {
         const id = (JSON.parse(new TextDecoder().decode(sent.body)) as { approval_id?: unknown }).approval_id;
