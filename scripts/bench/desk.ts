@@ -6,7 +6,8 @@
 //   3. refusals per second (400 / 402 / 403 / 404 mixed; each key stays under its 20-an-hour limit)
 //   4. the desk's RSS after the load (VmRSS and peak VmHWM)
 // Usage: bun build.ts && bun scripts/bench/desk.ts [--calls N]   (sequential calls per side, default 2000)
-//        [--profile DIR]   run the desk from source under `bun --cpu-prof-md`, profile written to DIR
+//        [--profile DIR]   run the desk from source under `bun --cpu-prof`; the .cpuprofile lands in DIR
+//                          (scripts/bench/desk-profile.ts splits it into the clearing path's stages)
 //        [--binary PATH]   another build of the desk (to compare two builds run after run)
 import { mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -53,7 +54,7 @@ const upstream = Bun.spawn([process.execPath, join(root, "test/fixtures/upstream
 const upstreamUrl = await firstLine(upstream.stdout as ReadableStream<Uint8Array>, /(http:\/\/\S+)\n/);
 const data = mkdtempSync(join(tmpdir(), "desk-bench-"));
 const deskCommand = PROFILE_DIR
-  ? [process.execPath, "--cpu-prof-md", `--cpu-prof-dir=${PROFILE_DIR}`, join(root, "src/main.ts")]
+  ? [process.execPath, "--cpu-prof", `--cpu-prof-dir=${PROFILE_DIR}`, join(root, "src/main.ts")]
   : [BINARY];
 const desk = Bun.spawn([...deskCommand, "desk", "--listen", "127.0.0.1:0", "--data", join(data, "d")], {
   env: { PATH: process.env.PATH ?? "/usr/bin:/bin", ASK_ONLY_DESK_ADMIN_TOKEN: TOKEN, NO_COLOR: "1", TZ: "Etc/UTC" },
@@ -166,6 +167,7 @@ try {
   let refusals = 0;
   const seen: Record<number, number> = {};
   const rStart = performance.now();
+  const rCpu = { self: process.cpuUsage(), desk: cpuSeconds(desk.pid) };
   let cursor = 0;
   await Promise.all(
     Array.from({ length: CONCURRENCY }, async () => {
@@ -179,6 +181,8 @@ try {
     }),
   );
   const refusalRate = refusals / ((performance.now() - rStart) / 1000);
+  const rSelf = process.cpuUsage(rCpu.self);
+  const refusalUs = { generator: (rSelf.user + rSelf.system) / refusals, desk: ((cpuSeconds(desk.pid) - rCpu.desk) * 1e6) / refusals };
 
   // 4. Desk memory after the load.
   const status = readFileSync(`/proc/${desk.pid}/status`, "utf8");
@@ -199,6 +203,7 @@ try {
   console.log(`  CPU-bound ratio   ${(total(directRun.us) / total(deskRun.us)).toFixed(2)} (what the ratio would be if both runs were limited only by total CPU on the shared cores)`);
   console.log(`  machine           load average ${readFileSync("/proc/loadavg", "utf8").split(" ").slice(0, 3).join(" ")} on ${navigator.hardwareConcurrency} cores`);
   console.log(`  refusals          ${refusalRate.toFixed(0)}/s over ${refusals} calls ${JSON.stringify(seen)}   (target >= 10000/s)`);
+  console.log(`  refusal CPU       generator ${refusalUs.generator.toFixed(0)} + desk ${refusalUs.desk.toFixed(0)} µs per refusal`);
   console.log(`  desk RSS          ${(kb("VmRSS") / 1024).toFixed(1)} MB now, ${(kb("VmHWM") / 1024).toFixed(1)} MB peak   (target <= 150 MB)`);
   await direct.close();
 } finally {
