@@ -26,7 +26,7 @@ import { join } from "node:path";
 import { type Envelope, openEnvelope, ReceiptKeys, type ReceiptJwk, resultSha256 } from "../../src/core/receipt/index.ts";
 import { startUpstreamFixture } from "../../test/fixtures/upstream-server.ts";
 import { runBinary } from "../../test/helpers/binary.ts";
-import { adminJson, callTool, type DeskProcess, startDeskProcess } from "../../test/helpers/desk-process.ts";
+import { adminJson, callTool, type DeskProcess, startDeskProcess, tryStartDesk } from "../../test/helpers/desk-process.ts";
 import { tempDir } from "../../test/helpers/tmp.ts";
 
 export type DeskSoakOptions = {
@@ -48,6 +48,8 @@ export type DeskSoakSummary = {
   keys: number;
   kills: number;
   restarts: number;
+  /** Second desks started on the data directory under load, each refused. */
+  secondDesks: number;
   /** Calls by what the client saw: the desk's x-clearing-outcome, or `no_answer`. */
   byOutcome: Record<string, number>;
   /** Calls by the kind of call sent, then what came back. */
@@ -216,6 +218,7 @@ export async function run(options: DeskSoakOptions): Promise<DeskSoakSummary> {
   const stderrOfPast: string[] = [];
   let restarts = 0;
   let kills = 0;
+  let secondDesks = 0;
   try {
     // --- set-up through the operator API -------------------------------------------------------
     await adminJson(desk, "POST", "/admin/upstreams", { name: "fx", url: fx.url });
@@ -282,6 +285,11 @@ export async function run(options: DeskSoakOptions): Promise<DeskSoakSummary> {
       desk = await startDesk();
       restarts++;
       open();
+      // Under the same load, a second desk on the directory must refuse (it would refund the
+      // calls in flight of this one as abandoned).
+      const second = await tryStartDesk(data);
+      secondDesks++;
+      if (second.code !== 1 || !second.stderr.includes("another desk is running")) fail(`a second desk on the data directory: ${second.code} ${second.stderr}`);
     };
     // Hung calls are let go now and then (every 10 timeouts): the few the desk still waits for
     // become charged successes, the rest were already answered 504 and their late answers dropped.
@@ -503,6 +511,7 @@ export async function run(options: DeskSoakOptions): Promise<DeskSoakSummary> {
       keys: options.keys,
       kills,
       restarts,
+      secondDesks,
       byOutcome,
       byKind,
       noAnswer,
@@ -530,7 +539,7 @@ export function formatSummary(s: DeskSoakSummary): string {
     `desk soak: seed ${s.seed}, ${s.calls} calls, ${s.concurrency} concurrent, ${s.keys} keys`,
     `  elapsed ${(s.elapsedMs / 1000).toFixed(1)} s, ${s.callsPerSecond.toFixed(0)} calls/s`,
     `  latency of charged calls p50 ${s.chargedMs.p50.toFixed(1)} ms, p99 ${s.chargedMs.p99.toFixed(1)} ms; refunded_timeout answers p50 ${s.timeoutMs.p50.toFixed(0)} ms, max ${s.timeoutMs.max.toFixed(0)} ms (limit ${s.timeoutMs.limit} ms)`,
-    `  kills (SIGKILL) ${s.kills}, restarts ${s.restarts} (the last one after a clean stop)`,
+    `  kills (SIGKILL) ${s.kills}, restarts ${s.restarts} (the last one after a clean stop); second desks on the directory refused ${s.secondDesks}`,
     `  no answer ${s.noAnswer} ${JSON.stringify(s.noAnswerCauses)}`,
     `  outcomes ${JSON.stringify(Object.fromEntries(Object.entries(s.byOutcome).sort((a, b) => b[1] - a[1])))}`,
     ...Object.entries(s.byKind).map(([k, v]) => `    ${k.padEnd(18)} ${JSON.stringify(v)}`),

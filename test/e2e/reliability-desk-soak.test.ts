@@ -14,6 +14,7 @@ test("desk soak: 2,000 calls, 50 concurrent, 50 keys, one SIGKILL: nothing lost,
   expect(summary.failures, formatSummary(summary)).toEqual([]);
   expect(summary.kills).toBe(1);
   expect(summary.restarts).toBe(2);
+  expect(summary.secondDesks).toBe(1);
   for (const outcome of [
     "charged",
     "refunded_upstream_error",

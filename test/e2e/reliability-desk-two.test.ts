@@ -4,35 +4,12 @@
 import { afterAll, beforeAll, describe, expect, setDefaultTimeout, test } from "bun:test";
 import { mkdirSync, statSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { BINARY, runBinary, testEnv } from "../helpers/binary.ts";
-import { adminJson, callTool, collectText, DESK_TOKEN, startDeskProcess } from "../helpers/desk-process.ts";
+import { runBinary } from "../helpers/binary.ts";
+import { adminJson, callTool, DESK_TOKEN, startDeskProcess, tryStartDesk } from "../helpers/desk-process.ts";
 import { tempDir } from "../helpers/tmp.ts";
 import { startUpstreamFixture, type UpstreamFixture } from "../fixtures/upstream-server.ts";
 
 setDefaultTimeout(30_000);
-
-/**
- * Starts another desk on `data` and returns how it ended; one that starts listening instead is
- * stopped at once and reported as such (the test then fails fast instead of hanging).
- */
-async function secondDesk(data: string): Promise<{ code: number | "listening"; stdout: string; stderr: string }> {
-  const proc = Bun.spawn([BINARY, "desk", "--listen", "127.0.0.1:0", "--data", data], {
-    env: testEnv({ ASK_ONLY_DESK_ADMIN_TOKEN: DESK_TOKEN }),
-    stdout: "pipe",
-    stderr: "pipe",
-  });
-  const out = collectText(proc.stdout as ReadableStream<Uint8Array>);
-  const err = collectText(proc.stderr as ReadableStream<Uint8Array>);
-  const listening = err.until(/desk listening on/).then(
-    () => "listening" as const,
-    () => null,
-  );
-  const ended = await Promise.race([proc.exited, listening]);
-  if (ended === "listening") proc.kill("SIGKILL");
-  await proc.exited;
-  await Promise.all([out.done, err.done]);
-  return { code: ended === "listening" ? "listening" : proc.exitCode!, stdout: out.text(), stderr: err.text() };
-}
 
 let fx: UpstreamFixture;
 beforeAll(() => {
@@ -56,7 +33,7 @@ describe("one desk per data directory (binary)", () => {
       const inFlight = callTool(first.url, key.secret as string, "fx__hang", {});
       await fx.whenHanging(hangingBefore + 1);
 
-      const second = await secondDesk(data);
+      const second = await tryStartDesk(data);
       expect(second.code).toBe(1);
       expect(second.stdout).toBe("");
       expect(second.stderr).toBe(

@@ -78,6 +78,29 @@ export async function startDeskProcess(data: string, extraArgs: string[] = []): 
   };
 }
 
+/**
+ * Starts a desk on `data` that is expected to refuse, and returns how it ended; one that starts
+ * listening instead is killed at once and reported as "listening" (a check fails, never hangs).
+ */
+export async function tryStartDesk(data: string): Promise<{ code: number | "listening"; stdout: string; stderr: string }> {
+  const proc = Bun.spawn([BINARY, "desk", "--listen", "127.0.0.1:0", "--data", data], {
+    env: testEnv({ ASK_ONLY_DESK_ADMIN_TOKEN: DESK_TOKEN }),
+    stdout: "pipe",
+    stderr: "pipe",
+  });
+  const out = collectText(proc.stdout as ReadableStream<Uint8Array>);
+  const err = collectText(proc.stderr as ReadableStream<Uint8Array>);
+  const listening = err.until(/desk listening on/).then(
+    () => "listening" as const,
+    () => null,
+  );
+  const ended = await Promise.race([proc.exited, listening]);
+  if (ended === "listening") proc.kill("SIGKILL");
+  await proc.exited;
+  await Promise.all([out.done, err.done]);
+  return { code: ended === "listening" ? "listening" : proc.exitCode!, stdout: out.text(), stderr: err.text() };
+}
+
 /** The admin call's JSON, or an error naming the status (set-up steps that must succeed). */
 export async function adminJson(desk: DeskProcess, method: string, path: string, body?: unknown): Promise<Record<string, unknown>> {
   const r = await desk.admin(method, path, body);
