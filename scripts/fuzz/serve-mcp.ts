@@ -34,6 +34,8 @@ export type ServeMcpFuzzSummary = {
   created: number;
   /** Asks the person decided on the console during the run. */
   decisions: number;
+  /** Exchanges that crossed the link to the approver (one per call that passed the local checks). */
+  exchanges: number;
   cardsTried: number;
   elapsedMs: number;
   failures: string[];
@@ -384,14 +386,14 @@ export async function run(options: ServeMcpFuzzOptions): Promise<ServeMcpFuzzSum
     if (pendingIds.join() !== undecided.join()) failures.push(`the approver holds ${pendingIds.length} pending asks; the agent saw ${undecided.length} created and undecided`);
   }
 
-  return { runs, seed, byKind, byAnswer, created: createdSet.size, decisions, cardsTried: cards.size, elapsedMs, failures };
+  return { runs, seed, byKind, byAnswer, created: createdSet.size, decisions, exchanges: tap.seen.length, cardsTried: cards.size, elapsedMs, failures };
 }
 
 if (import.meta.main) {
   const options = cliOptions("scripts/fuzz/serve-mcp.ts", 10_000);
   const s = await run(options);
   console.log(
-    formatSummary("fuzz:serve-mcp", s, { "calls by kind": s.byKind, "results by state or code": s.byAnswer }, `asks created and found in the approver's ledger: ${s.created} (${s.decisions} decided on its console); card numbers tried: ${s.cardsTried}`),
+    formatSummary("fuzz:serve-mcp", s, { "calls by kind": s.byKind, "results by state or code": s.byAnswer }, `asks created and found in the approver's ledger: ${s.created} (${s.decisions} decided on its console); exchanges over the link: ${s.exchanges}; card numbers tried: ${s.cardsTried}`),
   );
   process.exit(s.failures.length === 0 ? 0 : 1);
 }
