@@ -3,6 +3,7 @@
 import { afterAll, beforeAll, describe, expect, setDefaultTimeout, test } from "bun:test";
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
+import { connect, type TLSSocket } from "node:tls";
 import { pathOf } from "../../src/commands/approver/http.ts";
 import { mintApprovalId } from "../../src/core/ids.ts";
 import { run, send, type Tls } from "../../scripts/fuzz/approver.ts";
@@ -27,7 +28,7 @@ test("fuzz: 300 random and malformed requests; never a 5xx, every answer a code 
   expect(s.byAnswer["413 BODY_TOO_LARGE"] ?? 0).toBeGreaterThan(0);
 });
 
-describe("faults the fuzzer found, pinned", () => {
+describe("pinned: faults the fuzzer found, and clients that stall", () => {
   const dir = tempDir("ask-only-reliability-approver-");
   let link: LinkPaths;
   let ap: ApproverProcess;
@@ -60,6 +61,33 @@ describe("faults the fuzzer found, pinned", () => {
     expect(pathOf("http://h//evil/v1/asks/pay")).toBe("//evil/v1/asks/pay");
     expect(pathOf("https://[::1/v1/asks/../asks/account")).toBe("/v1/asks/account");
     expect(pathOf("")).toBe("/");
+  });
+
+  test("200 connections stalled mid-body do not keep the approver from answering others at once", async () => {
+    const stalled = await Promise.all(
+      Array.from(
+        { length: 200 },
+        () =>
+          new Promise<TLSSocket>((resolve) => {
+            const socket = connect({ host: "127.0.0.1", port: ap.port, servername: "localhost", ...tls }, () => {
+              socket.write("POST /v1/asks/pay HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n{");
+              resolve(socket);
+            });
+            socket.on("error", () => {});
+          }),
+      ),
+    );
+    try {
+      const body = JSON.stringify({ approval_id: mintApprovalId(), provider_url: "https://provider.example/" });
+      const t = performance.now();
+      const created = await raw(`POST /v1/asks/account HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\nContent-Length: ${body.length}\r\nConnection: close\r\n\r\n${body}`);
+      const read = await raw(`GET /v1/asks/${mintApprovalId()} HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n`);
+      expect("status" in created && created.status).toBe(201);
+      expect("status" in read && read.body).toBe('{"error":"ASK_NOT_FOUND"}');
+      expect(performance.now() - t).toBeLessThan(1_000);
+    } finally {
+      for (const socket of stalled) socket.destroy();
+    }
   });
 
   test("a client that goes away mid-body is not a server fault, and the approver keeps serving", async () => {
