@@ -21,7 +21,7 @@ import { holdsCardNumber, validateAccountAsk, validatePayAsk } from "../../src/c
 import { approverFiles, writeLink } from "../../test/helpers/approver-link.ts";
 import { startApprover } from "../../test/helpers/approver-process.ts";
 import { tempDir } from "../../test/helpers/tmp.ts";
-import { APPROVER_LOG, bump, cliOptions, formatSummary, untilEnded } from "./common.ts";
+import { APPROVER_LOG, bump, cliOptions, digitsOf, formatSummary, untilEnded } from "./common.ts";
 import { anyJsonValue, approvalIdArb, disguisedCard, FIELD_VALUES, hostileText } from "./inputs.ts";
 
 export type ApproverFuzzOptions = { runs: number; seed: number; concurrency?: number };
@@ -65,6 +65,8 @@ type HttpCase = {
   useAccepted?: number;
   /** Read back an id that was refused (index into the refused ids). */
   useRefused?: number;
+  /** The card numbers (ASCII digits) hidden in this request. */
+  cards?: string[];
 };
 
 type RawCase = { kind: string; raw: Uint8Array };
@@ -144,13 +146,13 @@ const missingField = askCase(
   }),
 );
 
-const cardInField = askCase(
-  "card-number",
-  fc.tuple(anyAsk, fc.constantFrom(...PAY_KEYS, "extra"), disguisedCard, fc.constantFrom("alone", "in-text", "as-key")).map(([{ path, body }, key, card, where]) => {
+const cardInField = fc
+  .tuple(anyAsk, fc.constantFrom(...PAY_KEYS, "extra"), disguisedCard, fc.constantFrom("alone", "in-text", "as-key"))
+  .map(([{ path, body }, key, card, where]) => {
     const value = where === "in-text" ? `ref ${card.shown} ok` : card.shown;
-    return { path, bytes: jsonBytes(where === "as-key" ? { ...body, [card.shown]: "x" } : { ...body, [key]: value }) };
-  }),
-);
+    const bytes = jsonBytes(where === "as-key" ? { ...body, [card.shown]: "x" } : { ...body, [key]: value });
+    return base("card-number", { path, body: bytes, cards: [card.digits] });
+  });
 
 const badJson = askCase(
   "bad-json",
@@ -523,6 +525,7 @@ export async function run(options: ApproverFuzzOptions): Promise<ApproverFuzzSum
   const state: State = { accepted: [], acceptedSet: new Set(), refused: [], refusedSet: new Set(), inFlight: new Set() };
   /** Refused asks with a well-formed id: none of them may ever be stored. */
   const refusedWellFormed = new Set<string>();
+  const cards = new Set<string>();
 
   await using dir = tempDir("ask-only-fuzz-approver-");
   const link = await writeLink(dir.path);
@@ -540,6 +543,7 @@ export async function run(options: ApproverFuzzOptions): Promise<ApproverFuzzSum
       if (problem) failures.push(`case ${index} (${c.kind}): ${problem}`);
       return;
     }
+    for (const d of c.cards ?? []) cards.add(d);
     let sent = c;
     // Bind replays and read-backs to ids from earlier answers.
     if (c.useAccepted !== undefined && state.accepted.length > 0) {
@@ -628,6 +632,9 @@ export async function run(options: ApproverFuzzOptions): Promise<ApproverFuzzSum
     for (const id of refusedWellFormed) if (!state.acceptedSet.has(id) && ledger.get(id)) failures.push(`refused ${id} is in the ledger`);
     for (const s of stored) if (holdsCardNumber(s.ask)) failures.push(`stored ask ${s.ask.approval_id} holds a card number`);
   }
+  // A refused card number is never shown or logged (SPEC 4): not on the console, not in the log.
+  const shown = digitsOf(ap.out.text + ap.err.text);
+  for (const card of cards) if (shown.includes(card)) failures.push(`card number ${card.slice(0, 4)}... reached the approver's console or log`);
   // Each accepted ask's recap reached the console; no refused one did.
   for (const id of state.acceptedSet) if (!ap.out.text.includes(`[ask ${id}]`)) failures.push(`no recap of ${id} on the console`);
   for (const id of refusedWellFormed) if (!state.acceptedSet.has(id) && ap.out.text.includes(`[ask ${id}]`)) failures.push(`a recap of refused ${id} on the console`);

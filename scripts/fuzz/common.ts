@@ -53,3 +53,21 @@ export const APPROVER_LOG = [
   /^ask-only: console input closed; still serving; stop with Ctrl-C or SIGTERM$/,
   /^ask-only: approver stopped \(SIGTERM\)$/,
 ];
+
+/** The digits of a text, any script read as ASCII, percent-escapes decoded: where a hidden number would show. */
+export function digitsOf(text: string): string {
+  let decoded = text;
+  try {
+    decoded = decodeURIComponent(text.replace(/%(?![0-9A-Fa-f]{2})/g, "%25"));
+  } catch {
+    // A malformed escape: scan the text as it is.
+  }
+  let out = "";
+  for (const ch of decoded.normalize("NFKC")) {
+    const cp = ch.codePointAt(0)!;
+    if (cp >= 0x30 && cp <= 0x39) out += ch;
+    else if (cp >= 0x660 && cp <= 0x669) out += String(cp - 0x660);
+    else if (cp >= 0x966 && cp <= 0x96f) out += String(cp - 0x966);
+  }
+  return out;
+}

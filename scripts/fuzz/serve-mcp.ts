@@ -21,7 +21,7 @@ import { approverFiles, type LinkPaths, writeLink } from "../../test/helpers/app
 import { startApprover } from "../../test/helpers/approver-process.ts";
 import { connectServeMcp, serveMcpEnv } from "../../test/helpers/mcp-client.ts";
 import { tempDir } from "../../test/helpers/tmp.ts";
-import { APPROVER_LOG, bump, cliOptions, formatSummary, untilEnded } from "./common.ts";
+import { APPROVER_LOG, bump, cliOptions, digitsOf, formatSummary, untilEnded } from "./common.ts";
 import { anyJsonValue, approvalIdArb, disguisedCard, FIELD_VALUES, hostileText } from "./inputs.ts";
 
 export type ServeMcpFuzzOptions = { runs: number; seed: number; concurrency?: number };
@@ -208,24 +208,6 @@ function judge(args: unknown, expected: Expected, r: Result): { label: string; p
 }
 
 const OWN_WORDS = ["content", "structuredContent", "isError", "text", "type", "approval_id", "expires_at", "state", "ref", "error", "true", "false"];
-
-/** The digits of a text, any script read as ASCII, percent-escapes decoded: where a hidden number would show. */
-function digitsOf(text: string): string {
-  let decoded = text;
-  try {
-    decoded = decodeURIComponent(text.replace(/%(?![0-9A-Fa-f]{2})/g, "%25"));
-  } catch {
-    // A malformed escape: scan the text as it is.
-  }
-  let out = "";
-  for (const ch of decoded.normalize("NFKC")) {
-    const cp = ch.codePointAt(0)!;
-    if (cp >= 0x30 && cp <= 0x39) out += ch;
-    else if (cp >= 0x660 && cp <= 0x669) out += String(cp - 0x660);
-    else if (cp >= 0x966 && cp <= 0x96f) out += String(cp - 0x966);
-  }
-  return out;
-}
 
 /** Calls that pass serve-mcp's own checks, and only those, make one exchange with the approver. */
 const mayReachApprover = (e: Expected) => e.kind !== "code" || e.code === "ASK_NOT_FOUND";
