@@ -69,6 +69,8 @@ export type DeskSoakSummary = {
   /** Charged receipts no client received: paid answers a kill cut off after the commit. */
   unseenCharged: number;
   keyPeriodsChecked: number;
+  /** Audit rows that carry a receipt, each matched to it (one per receipt). */
+  auditRowsChecked: number;
   /** Latency of charged calls (ms): median and 99th percentile. */
   chargedMs: { p50: number; p99: number };
   /** How long a refunded_timeout answer took (ms), against the upstream timeout. */
@@ -462,6 +464,7 @@ export async function run(options: DeskSoakOptions): Promise<DeskSoakSummary> {
     const { Database } = await import("bun:sqlite");
     const db = new Database(join(data, "desk.db"), { readonly: true });
     let keyPeriodsChecked = 0;
+    let auditRowsChecked = 0;
     try {
       const open = db.query("SELECT count(*) AS n FROM reservations WHERE state = 'open'").get() as { n: number };
       if (open.n !== 0) fail(`${open.n} reservations still open`);
@@ -490,6 +493,25 @@ export async function run(options: DeskSoakOptions): Promise<DeskSoakSummary> {
         if (k.budget_mc !== budgets.get(k.id)) fail(`key ${k.id}: budget ${k.budget_mc} in the ledger, ${budgets.get(k.id)} set`);
         if (k.spent_mc > k.budget_mc) fail(`key ${k.id}: spent ${k.spent_mc} over its budget ${k.budget_mc}`);
       }
+      // The audit log: one row per receipt, with the receipt's key, outcome and status.
+      const auditRows = db.query("SELECT receipt_id, key_id, outcome, http_status FROM audit WHERE receipt_id IS NOT NULL").all() as {
+        receipt_id: string;
+        key_id: string;
+        outcome: string;
+        http_status: number;
+      }[];
+      const audited = new Set<string>();
+      for (const row of auditRows) {
+        const env = byId.get(row.receipt_id);
+        if (audited.has(row.receipt_id)) fail(`receipt ${row.receipt_id} has two audit rows`);
+        audited.add(row.receipt_id);
+        if (env === undefined) fail(`audit row for receipt ${row.receipt_id}, which does not exist`);
+        else if (env.receipt.key_id !== row.key_id || env.receipt.outcome !== row.outcome || env.receipt.http_status !== row.http_status) {
+          fail(`audit row of receipt ${row.receipt_id} says ${row.key_id} ${row.outcome} ${row.http_status}`);
+        }
+      }
+      if (audited.size !== byId.size) fail(`${byId.size} receipts but ${audited.size} audit rows with a receipt`);
+      auditRowsChecked = auditRows.length;
     } finally {
       db.close();
     }
@@ -523,6 +545,7 @@ export async function run(options: DeskSoakOptions): Promise<DeskSoakSummary> {
       unseenReceipts,
       unseenCharged,
       keyPeriodsChecked,
+      auditRowsChecked,
       chargedMs: { p50: pct(chargedLat, 50), p99: pct(chargedLat, 99) },
       timeoutMs: { p50: pct(timeoutLat, 50), max: timeoutLat.at(-1) ?? 0, limit: timeoutLimit },
       elapsedMs,
@@ -545,7 +568,7 @@ export function formatSummary(s: DeskSoakSummary): string {
     ...Object.entries(s.byKind).map(([k, v]) => `    ${k.padEnd(18)} ${JSON.stringify(v)}`),
     `  receipts checked ${s.receiptsChecked} (in the export, same bytes, signature and readable copy), results hashed ${s.resultsChecked}`,
     `  receipts exported ${s.receiptsExported}: abandoned refunds ${s.abandoned}, unseen by clients ${s.unseenReceipts} (of which charged ${s.unseenCharged})`,
-    `  key periods: spend = charged receipts <= budget, ${s.keyPeriodsChecked} checked`,
+    `  key periods: spend = charged receipts <= budget, ${s.keyPeriodsChecked} checked; audit rows matched one to one with receipts ${s.auditRowsChecked}`,
     s.failures.length === 0 ? "  all checks passed" : `  FAILED (${s.failures.length}):\n${s.failures.map((f) => `    ${f}`).join("\n")}`,
   ];
   return lines.join("\n");
