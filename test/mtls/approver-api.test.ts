@@ -21,7 +21,8 @@ beforeAll(async () => {
   [link, foreign] = await Promise.all([makeLinkPems(), makeLinkPems()]);
   ledger = AskLedger.open(":memory:", () => now);
   const api = makeApproverApi({
-    ledger,
+    // Only what the API may use: a route that tried to decide would fault (and the type refuses it).
+    ledger: { create: ledger.create.bind(ledger), get: ledger.get.bind(ledger) },
     ttlMs: 600_000,
     maxPending: MAX_PENDING,
     onCreated: (stored) => announced.push(stored),
@@ -206,6 +207,14 @@ describe("approver API over mTLS", () => {
     for (const [method, path] of attempts) {
       const res = await call(path, { method, headers: { "content-type": "application/json" }, body: method === "GET" ? undefined : JSON.stringify({ ref: "demo-00000000" }) });
       await expectError(res, 404, "NOT_FOUND");
+    }
+    // Every method on the ask's own path, with a query that asks to decide: never a decision.
+    for (const method of ["GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"]) {
+      for (const query of ["?approve=1", "?decision=approved&ref=demo-00000000", "?state=denied"]) {
+        const res = await call(`/v1/asks/${id}${query}`, { method });
+        expect(res.status).toBe(method === "GET" ? 200 : 404);
+        await res.arrayBuffer();
+      }
     }
     expect(ledger.get(id)?.state).toBe("pending");
     expect(faults).toEqual([]);

@@ -11,7 +11,8 @@ import { validateAccountAsk, validatePayAsk } from "../../core/schema/ask.ts";
 export const MAX_BODY_BYTES = 16 * 1024;
 
 export type ApiOptions = {
-  ledger: AskLedger;
+  /** Create and read only: the API is given no way to decide an ask (the console decides). */
+  ledger: Pick<AskLedger, "create" | "get">;
   ttlMs: number;
   maxPending: number;
   /** Called once per stored ask, after it is stored (the console prints its recap). */
