@@ -1,6 +1,6 @@
 // `ask-only certs` as a real process, checked independently with openssl.
 import { describe, expect, test } from "bun:test";
-import { readdirSync, statSync, writeFileSync } from "node:fs";
+import { existsSync, mkdirSync, readdirSync, readFileSync, statSync, symlinkSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { runBinary } from "../helpers/binary.ts";
 import { tempDir } from "../helpers/tmp.ts";
@@ -26,7 +26,16 @@ describe("ask-only certs", () => {
     expect(statSync(dir).mode & 0o777).toBe(0o700);
     expect(statSync(join(dir, "approver.key")).mode & 0o777).toBe(0o600);
     expect(statSync(join(dir, "client.key")).mode & 0o777).toBe(0o600);
-    expect(readdirSync(dir).some((f) => f.includes("ca.key"))).toBe(false);
+    // The CA keys are discarded: exactly two private keys on disk, one in each .key file, and
+    // each is its own leaf's key (a CA key kept anywhere would let its holder mint certificates).
+    const privateKeys = FILES.map((f) => readFileSync(join(dir, f), "utf8").split("BEGIN PRIVATE KEY").length - 1);
+    expect(privateKeys).toEqual(FILES.map((f) => (f.endsWith(".key") ? 1 : 0)));
+    for (const leaf of ["approver", "client"]) {
+      const certKey = openssl(["x509", "-in", `${leaf}.pem`, "-noout", "-pubkey"], dir);
+      const ownKey = openssl(["pkey", "-in", `${leaf}.key`, "-pubout"], dir);
+      expect(certKey.code).toBe(0);
+      expect(ownKey.out).toBe(certKey.out);
+    }
 
     // Chain and EKU, for each leaf against its own CA only.
     expect(openssl(["verify", "-CAfile", "approver-ca.pem", "-purpose", "sslserver", "approver.pem"], dir).code).toBe(0);
@@ -64,6 +73,21 @@ describe("ask-only certs", () => {
     );
     expect(readdirSync(tmp.path)).toEqual(["client.key"]);
     expect(await Bun.file(join(tmp.path, "client.key")).text()).toBe("precious");
+  });
+
+  test("key files are created exclusively: a link planted where a key goes is not followed", async () => {
+    await using tmp = tempDir();
+    const dir = join(tmp.path, "certs");
+    const target = join(tmp.path, "elsewhere.key");
+    // A dangling link passes the exists-check before writing; only O_EXCL stops the write
+    // through it, which would put the client key wherever the link points.
+    mkdirSync(dir, { mode: 0o700 });
+    symlinkSync(target, join(dir, "client.key"));
+    const r = await runBinary(["certs", dir]);
+    expect(r.code).toBe(1);
+    expect(r.stdout).toBe("");
+    expect(r.stderr).toBe(`ask-only: error: ${join(dir, "client.key")} already exists; refusing to overwrite it\n`);
+    expect(existsSync(target)).toBe(false);
   });
 
   test("a second run into the same directory is refused", async () => {
