@@ -2,19 +2,7 @@ import { describe, expect, test } from "bun:test";
 import fc from "fast-check";
 import type { ErrorCode } from "../../src/core/errors.ts";
 import { ERRORS } from "../../src/core/errors.ts";
-import {
-  checkApprovalId,
-  checkCardHandle,
-  checkCurrency,
-  checkIdentityHandle,
-  checkMerchant,
-  checkPayAmount,
-  checkReason,
-  checkUrl,
-  holdsCardNumber,
-  validateAccountAsk,
-  validatePayAsk,
-} from "../../src/core/schema/ask.ts";
+import { holdsCardNumber, validateAccountAsk, validatePayAsk } from "../../src/core/schema/ask.ts";
 
 const PAY = {
   approval_id: "K7Q2M4XZ3A",
@@ -329,31 +317,37 @@ describe("the card-number net", () => {
   });
 });
 
-describe("per-field checks for a tool call", () => {
-  test("each runs the net on its value first, then its own rule", () => {
-    expect(checkApprovalId(CARD)).toEqual({ ok: false, code: "CARD_NUMBER_REFUSED" });
-    expect(checkMerchant(`Shop ${CARD}`)).toEqual({ ok: false, code: "CARD_NUMBER_REFUSED" });
-    expect(checkCurrency(CARD)).toEqual({ ok: false, code: "CARD_NUMBER_REFUSED" });
-    expect(checkPayAmount(CARD, "EUR")).toEqual({ ok: false, code: "CARD_NUMBER_REFUSED" });
-    expect(checkCardHandle(`card-${CARD}`)).toEqual({ ok: false, code: "CARD_NUMBER_REFUSED" });
-    expect(checkIdentityHandle(`id-${CARD}`)).toEqual({ ok: false, code: "CARD_NUMBER_REFUSED" });
-    expect(checkUrl(`https://shop.example/${CARD}`)).toEqual({ ok: false, code: "CARD_NUMBER_REFUSED" });
-    expect(checkReason(CARD)).toEqual({ ok: false, code: "CARD_NUMBER_REFUSED" });
+describe("each field on its own", () => {
+  test("a card number in any one field is refused as such", () => {
+    for (const [field, value] of [
+      ["approval_id", CARD],
+      ["merchant", `Shop ${CARD}`],
+      ["currency", CARD],
+      ["amount", CARD],
+      ["card_handle", `card-${CARD}`],
+      ["checkout_url", `https://shop.example/${CARD}`],
+      ["reason", CARD],
+    ]) {
+      expect([field, payCode({ ...PAY, [field!]: value })]).toEqual([field, "CARD_NUMBER_REFUSED"]);
+    }
+    expect(accountCode({ ...ACCOUNT, identity_handle: `id-${CARD}` })).toBe("CARD_NUMBER_REFUSED");
   });
 
-  test("and give the same answers and values as the whole-object check", () => {
-    expect(checkApprovalId("K7Q2M4XZ3A")).toEqual({ ok: true, value: "K7Q2M4XZ3A" });
-    expect(checkMerchant("Cafe\u0301")).toEqual({ ok: true, value: "Café" });
-    expect(checkMerchant("")).toEqual({ ok: false, code: "MERCHANT_INVALID" });
-    expect(checkCurrency("JPY")).toEqual({ ok: true, value: "JPY" });
-    expect(checkCurrency("jpy")).toEqual({ ok: false, code: "CURRENCY_INVALID" });
-    expect(checkPayAmount("19", "JPY")).toEqual({ ok: true, value: "19" });
-    expect(checkPayAmount("19.5", "JPY")).toEqual({ ok: false, code: "AMOUNT_INVALID" });
-    expect(checkPayAmount("20", "EUR", "10")).toEqual({ ok: false, code: "AMOUNT_TOO_LARGE" });
-    expect(checkCardHandle("card-2")).toEqual({ ok: true, value: "card-2" });
-    expect(checkIdentityHandle("Work")).toEqual({ ok: false, code: "IDENTITY_HANDLE_INVALID" });
-    expect(checkUrl("https://Shop.example")).toEqual({ ok: true, value: "https://shop.example/" });
-    expect(checkUrl("http://shop.example")).toEqual({ ok: false, code: "URL_INVALID" });
-    expect(checkReason("e\u0301")).toEqual({ ok: true, value: "é" });
+  test("values come back NFC, URLs as their href; each rule answers its own code", () => {
+    const pay = (over: Record<string, unknown>) => {
+      const r = validatePayAsk({ ...PAY, ...over });
+      return r.ok ? r.ask : r.code;
+    };
+    expect(pay({ merchant: "Cafe\u0301" })).toMatchObject({ merchant: "Café" });
+    expect(pay({ merchant: "" })).toBe("MERCHANT_INVALID");
+    expect(pay({ currency: "JPY", amount: "19" })).toMatchObject({ currency: "JPY", amount: "19" });
+    expect(pay({ currency: "jpy" })).toBe("CURRENCY_INVALID");
+    expect(pay({ currency: "JPY", amount: "19.5" })).toBe("AMOUNT_INVALID");
+    expect(payCode({ ...PAY, amount: "20" }, { maxAmount: "10" })).toBe("AMOUNT_TOO_LARGE");
+    expect(pay({ card_handle: "card-2" })).toMatchObject({ card_handle: "card-2" });
+    expect(accountCode({ ...ACCOUNT, identity_handle: "Work" })).toBe("IDENTITY_HANDLE_INVALID");
+    expect(pay({ checkout_url: "https://Shop.example" })).toMatchObject({ checkout_url: "https://shop.example/" });
+    expect(pay({ checkout_url: "http://shop.example" })).toBe("URL_INVALID");
+    expect(pay({ reason: "e\u0301" })).toMatchObject({ reason: "é" });
   });
 });

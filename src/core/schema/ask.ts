@@ -24,7 +24,7 @@ import { isCurrencyCode } from "../money/currency.ts";
 import { checkAskUrl } from "./url.ts";
 
 export type AskCheck<T> = { ok: true; ask: T } | { ok: false; code: ErrorCode };
-export type FieldCheck = { ok: true; value: string } | { ok: false; code: ErrorCode };
+type FieldCheck = { ok: true; value: string } | { ok: false; code: ErrorCode };
 
 export const MERCHANT_MAX = 80;
 export const REASON_MAX = 500;
@@ -83,7 +83,7 @@ export function holdsCardNumber(input: unknown): boolean {
   return false;
 }
 
-// --- the field rules, without the net (validate* runs the net once over the whole input) ---
+// --- the field rules, without the net (validate* runs it once over the whole input first) ---
 
 function approvalIdRule(v: unknown): FieldCheck {
   return isApprovalId(v) ? ok(v) : fail("APPROVAL_ID_INVALID");
@@ -129,27 +129,6 @@ function reasonRule(v: unknown): FieldCheck {
   if (typeof v !== "string" || !v.isWellFormed()) return fail("REASON_INVALID");
   const text = v.normalize("NFC");
   return codePoints(text) <= REASON_MAX ? ok(text) : fail("REASON_INVALID");
-}
-
-// --- the same rules for one field at a time (serve-mcp checks a tool call's fields with them) ---
-// Each runs the net on its value first. To keep CARD_NUMBER_REFUSED ahead of every other code
-// across fields, run holdsCardNumber over the whole call before checking fields one by one.
-
-function netted(rule: (v: unknown) => FieldCheck): (v: unknown) => FieldCheck {
-  return (v) => (typeof v === "string" && containsCardNumber(v) ? fail("CARD_NUMBER_REFUSED") : rule(v));
-}
-
-export const checkApprovalId = netted(approvalIdRule);
-export const checkMerchant = netted(merchantRule);
-export const checkCurrency = netted(currencyRule);
-export const checkCardHandle = netted((v) => handleRule(v, "CARD_HANDLE_INVALID"));
-export const checkIdentityHandle = netted((v) => handleRule(v, "IDENTITY_HANDLE_INVALID"));
-/** checkout_url and provider_url: the value on success is the parsed href. */
-export const checkUrl = netted(urlRule);
-export const checkReason = netted(reasonRule);
-/** The amount for an already valid currency (CURRENCY_INVALID otherwise). */
-export function checkPayAmount(v: unknown, currency: string, maxAmount: string = DEFAULT_MAX_AMOUNT): FieldCheck {
-  return typeof v === "string" && containsCardNumber(v) ? fail("CARD_NUMBER_REFUSED") : amountRule(v, currency, maxAmount);
 }
 
 // --- whole objects ---
