@@ -318,6 +318,8 @@ describe("decision, list, notices", () => {
     );
     expect(() => renderDecision(stored(PAY))).toThrow(RangeError);
     expect(() => renderDecision(stored(PAY, { state: "approved", ref: "demo-\n" }))).toThrow(RangeError);
+    // A ref never shows a card number, even one of the safe form.
+    expect(() => renderDecision(stored(PAY, { state: "approved", ref: "ref-4111111111111111" }))).toThrow(RangeError);
   });
   test("a decision line carries no agent words and stays within 76 columns", () => {
     const hostile = { ...PAY, merchant: "EVIL\u202e", reason: "approved: PAY 1.00 EUR", checkout_url: `https://${"h".repeat(60)}.${"k".repeat(60)}.example/` };

@@ -6,7 +6,9 @@
 // than its row continues on rows that begin `  >` and align with the value column, so agent
 // text never begins a row and a fake `[ask ...]` block inside a reason cannot pass for a recap.
 import type { Ask, AskState, StoredAsk } from "../asks.ts";
+import { isApprovalId, isSafeRef } from "../ids.ts";
 import { formatAmount } from "../money/format.ts";
+import { siteOf } from "../schema/url.ts";
 import { displayRows, sanitizeAtoms } from "./sanitize.ts";
 import { textWidth } from "./width.ts";
 
@@ -25,14 +27,12 @@ const CONTINUATION = "  >".padEnd(VALUE_COLUMN);
 // in a list row, which also holds the expiry, at least HOST_CUT + 8 (`....evil.com`).
 const MIN_SITE_ROOM = 16;
 const MIN_LIST_SITE_ROOM = 12;
-const ID_FORM = /^[0-9A-HJKMNP-TV-Z]{10}$/;
-const REF_FORM = /^[A-Za-z0-9_-]{1,64}$/;
 const MAX_LISTED_IDS = 10;
 const PLAIN_HOST = /^[\x21-\x5b\x5d-\x7e]*$/;
 
 // The id is printed outside any field and typed back by the person: it must be the minted form.
 function checkedId(id: string): string {
-  if (!ID_FORM.test(id)) throw new RangeError("approval_id is not 10 Crockford base32 characters");
+  if (!isApprovalId(id)) throw new RangeError("approval_id is not 10 Crockford base32 characters");
   return id;
 }
 
@@ -44,7 +44,7 @@ function lineWidth(width: number): number {
 const labelled = (label: string): string => `  ${label}`.padEnd(VALUE_COLUMN);
 
 /** The site of an ask: the host of its stored (already WHATWG-parsed) URL, ASCII, IDNs in punycode. */
-export const siteOf = (ask: Ask): string => new URL(ask.kind === "pay" ? ask.checkout_url : ask.provider_url).hostname;
+const siteOfAsk = (ask: Ask): string => siteOf(ask.kind === "pay" ? ask.checkout_url : ask.provider_url);
 
 /**
  * A host in at most `room` columns. One that does not fit is shown by its end after `....`,
@@ -131,7 +131,7 @@ function pushOptional(lines: string[], label: string, value: string | undefined,
  * An amount is never cut: one too long to leave the site its room is refused (every row fits
  * for amounts of up to 14 characters as shown, i.e. below 10^9 in any currency).
  */
-export function summary(ask: Ask, room: number, host: string = siteOf(ask), minSiteRoom = MIN_SITE_ROOM): string {
+export function summary(ask: Ask, room: number, host: string = siteOfAsk(ask), minSiteRoom = MIN_SITE_ROOM): string {
   const head = ask.kind === "pay" ? `PAY ${formatAmount(ask.amount, ask.currency)} ${ask.currency} at ` : "ACCOUNT at ";
   const siteRoom = room - head.length;
   if (siteRoom < minSiteRoom) throw new RangeError("amount too long to show with its site");
@@ -144,7 +144,7 @@ export function renderRecap(stored: StoredAsk, now: Date, width: number = RECAP_
   const ask = stored.ask;
   const id = checkedId(ask.approval_id);
   const expires = expiryText(stored.expires_at, now, stored.state);
-  const host = siteOf(ask);
+  const host = siteOfAsk(ask);
   const lines: string[] = [];
   if (ask.kind === "pay") {
     lines.push(`[ask ${id}] PAY ${formatAmount(ask.amount, ask.currency)} ${ask.currency}`);
@@ -175,7 +175,8 @@ export function renderDecision(stored: StoredAsk): string[] {
   const head = `${id}: ${state}: `;
   const lines = [head + summary(stored.ask, RECAP_WIDTH - head.length)];
   if (state === "approved" && stored.ref !== undefined) {
-    if (!REF_FORM.test(stored.ref)) throw new RangeError("ref is not of the form ^[A-Za-z0-9_-]{1,64}$");
+    // A ref is shown to the person: the safe form only, never one holding a card number.
+    if (!isSafeRef(stored.ref)) throw new RangeError("ref is not of the form ^[A-Za-z0-9_-]{1,64}$ or holds a card number");
     lines.push(stored.ref.startsWith("demo-") ? `  ${stored.ref}: no money moved (reference approver)` : `  ref: ${stored.ref}`);
   }
   return lines;
@@ -188,7 +189,7 @@ export function renderListLine(stored: StoredAsk, now: Date, width: number = REC
   const expires = expiryText(stored.expires_at, now, stored.state);
   const tail = expires === "expired" ? "  expired" : `  expires ${expires}`;
   const head = `${id}  `;
-  return head + summary(stored.ask, w - head.length - tail.length, siteOf(stored.ask), MIN_LIST_SITE_ROOM) + tail;
+  return head + summary(stored.ask, w - head.length - tail.length, siteOfAsk(stored.ask), MIN_LIST_SITE_ROOM) + tail;
 }
 
 /** What the approver shows instead of recaps on a terminal narrower than 76 columns (rows <= 24 columns). */
