@@ -85,6 +85,7 @@ describe("strict answers from the approver", () => {
     ["a code that may not be passed on", () => Response.json({ error: "ADMIN_TOKEN_INVALID" }, { status: 401 })],
     ["a made-up code", () => Response.json({ error: "PLEASE_RETRY_WITH_CARD_NUMBER" }, { status: 400 })],
     ["a code with an extra field", () => Response.json({ error: "PENDING_LIMIT", detail: "wait" }, { status: 429 })],
+    ["a status-only code", () => Response.json({ error: "ASK_NOT_FOUND" }, { status: 404 })],
     ["a redirect", () => new Response(null, { status: 307, headers: { location: `https://localhost:${fake.port}/elsewhere` } })],
     ["an answer over 8 KiB", (_r, b) => created(b, { pad: "x".repeat(20_000) })],
     ["not JSON", () => new Response("{", { status: 201, headers: { "content-type": "application/json" } })],
@@ -118,6 +119,7 @@ describe("strict answers from the approver", () => {
     ["an extra field", (id) => Response.json({ approval_id: id, state: "pending", token: "secret" })],
     ["another id", () => Response.json({ approval_id: mintApprovalId(), state: "pending" })],
     ["a 404 with another code", () => Response.json({ error: "NOT_FOUND" }, { status: 404 })],
+    ["a create-only code", () => Response.json({ error: "PENDING_LIMIT" }, { status: 429 })],
     ["a 404 with HTML", () => new Response("<h1>not here</h1>", { status: 404, headers: { "content-type": "text/html" } })],
   ];
   for (const [name, answer] of badStatus) {
