@@ -21,7 +21,7 @@ import { isApprovalId } from "../ids.ts";
 import { checkAmount, DEFAULT_MAX_AMOUNT } from "../money/amount.ts";
 import { containsCardNumber } from "../money/card-net.ts";
 import { isCurrencyCode } from "../money/currency.ts";
-import { checkAskUrl } from "./url.ts";
+import { checkAskUrl, codePointCount } from "./url.ts";
 
 export type AskCheck<T> = { ok: true; ask: T } | { ok: false; code: ErrorCode };
 type FieldCheck = { ok: true; value: string } | { ok: false; code: ErrorCode };
@@ -54,12 +54,6 @@ const ACCOUNT_KEYS = new Set(AccountShape.props.map((p) => p.key));
 
 const ok = (value: string): FieldCheck => ({ ok: true, value });
 const fail = (code: ErrorCode): { ok: false; code: ErrorCode } => ({ ok: false, code });
-
-function codePoints(s: string): number {
-  let n = 0;
-  for (const _ of s) n++;
-  return n;
-}
 
 /**
  * True when any key or string value in the input, at any depth, holds a card number by the rule
@@ -95,7 +89,7 @@ function approvalIdRule(v: unknown): FieldCheck {
 function merchantRule(v: unknown): FieldCheck {
   if (typeof v !== "string" || !v.isWellFormed()) return fail("MERCHANT_INVALID");
   const text = v.normalize("NFC");
-  const n = codePoints(text);
+  const n = codePointCount(text);
   if (n < 1 || n > MERCHANT_MAX) return fail("MERCHANT_INVALID");
   if (/\p{Cc}/u.test(text)) return fail("MERCHANT_INVALID");
   // Empty-looking names (only spaces, marks or invisible characters) name nobody.
@@ -128,7 +122,7 @@ function urlRule(v: unknown): FieldCheck {
 function reasonRule(v: unknown): FieldCheck {
   if (typeof v !== "string" || !v.isWellFormed()) return fail("REASON_INVALID");
   const text = v.normalize("NFC");
-  return codePoints(text) <= REASON_MAX ? ok(text) : fail("REASON_INVALID");
+  return codePointCount(text) <= REASON_MAX ? ok(text) : fail("REASON_INVALID");
 }
 
 // --- whole objects ---

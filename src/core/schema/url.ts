@@ -9,7 +9,8 @@ export type UrlCheck = { ok: true; href: string; site: string } | { ok: false; c
 
 const INVALID: UrlCheck = { ok: false, code: "URL_INVALID" };
 
-function codePointCount(s: string): number {
+/** Unicode code points in a string (what the field rules call characters). */
+export function codePointCount(s: string): number {
   let n = 0;
   for (const _ of s) n++;
   return n;
