@@ -190,6 +190,9 @@ export async function runDesk(run: DeskRun): Promise<void> {
       // The operator console (embedded page and assets, with its security headers).
       routes: consoleRoutes(),
       fetch: handler,
+      // Never development mode (the default when NODE_ENV is not "production", and a compiled
+      // binary reports "development"): it answers an uncaught error with its stack trace.
+      development: false,
       idleTimeout: idleSeconds > 255 ? 0 : idleSeconds,
       ...(tls ? { tls } : {}),
     });
