@@ -2,6 +2,7 @@
 // create an account ask, read an ask's state. There is no route that approves, denies, cancels
 // or executes anything: a decision is typed on the console, never sent over the wire.
 import type { StoredAsk } from "../../core/asks.ts";
+import { readAtMost } from "../../core/body.ts";
 import { type ErrorCode, errorResponse } from "../../core/errors.ts";
 import { isApprovalId } from "../../core/ids.ts";
 import type { AskLedger } from "../../core/ledger/asks.ts";
@@ -47,30 +48,15 @@ async function readCappedBody(req: Request): Promise<Uint8Array> {
   if (declared !== null && !(/^\d+$/.test(declared) && Number(declared) <= MAX_BODY_BYTES)) {
     throw new BodyRefused(/^\d+$/.test(declared) ? "BODY_TOO_LARGE" : "BODY_INVALID");
   }
-  if (!req.body) return new Uint8Array(0);
-  const reader = req.body.getReader();
-  const chunks: Uint8Array[] = [];
-  let total = 0;
-  for (;;) {
+  let bytes: Uint8Array | undefined;
+  try {
+    bytes = await readAtMost(req.body, MAX_BODY_BYTES);
+  } catch {
     // The client went away mid-body (or sent broken chunking): its fault, not a server fault.
-    const { done, value } = await reader.read().catch(() => {
-      throw new BodyRefused("BODY_INVALID");
-    });
-    if (done) break;
-    total += value.byteLength;
-    if (total > MAX_BODY_BYTES) {
-      await reader.cancel().catch(() => {});
-      throw new BodyRefused("BODY_TOO_LARGE");
-    }
-    chunks.push(value);
+    throw new BodyRefused("BODY_INVALID");
   }
-  const body = new Uint8Array(total);
-  let at = 0;
-  for (const chunk of chunks) {
-    body.set(chunk, at);
-    at += chunk.byteLength;
-  }
-  return body;
+  if (bytes === undefined) throw new BodyRefused("BODY_TOO_LARGE");
+  return bytes;
 }
 
 const utf8 = new TextDecoder("utf-8", { fatal: true, ignoreBOM: false });

@@ -4,6 +4,7 @@
 // body.
 import { type } from "arktype";
 import type { Ask } from "../../core/asks.ts";
+import { readAtMost } from "../../core/body.ts";
 import type { ErrorCode } from "../../core/errors.ts";
 import { CreatedAnswer, PASSED_ON_CODES, parseErrorAnswer, StatusAnswer } from "../../core/schema/approver-answer.ts";
 
@@ -41,22 +42,10 @@ function transportCode(err: unknown): ErrorCode {
 const utf8 = new TextDecoder("utf-8", { fatal: true });
 
 async function readCapped(res: Response): Promise<unknown> {
-  if (!res.body) throw new Refused("APPROVER_BAD_ANSWER");
-  const reader = res.body.getReader();
-  const chunks: Uint8Array[] = [];
-  let total = 0;
-  for (;;) {
-    const { done, value } = await reader.read();
-    if (done) break;
-    total += value.byteLength;
-    if (total > MAX_ANSWER_BYTES) {
-      await reader.cancel().catch(() => {});
-      throw new Refused("APPROVER_BAD_ANSWER");
-    }
-    chunks.push(value);
-  }
+  const bytes = await readAtMost(res.body, MAX_ANSWER_BYTES);
+  if (bytes === undefined) throw new Refused("APPROVER_BAD_ANSWER");
   try {
-    return JSON.parse(utf8.decode(Buffer.concat(chunks)));
+    return JSON.parse(utf8.decode(bytes));
   } catch {
     throw new Refused("APPROVER_BAD_ANSWER");
   }
