@@ -8,21 +8,13 @@ import { join, resolve } from "node:path";
 import type { Ask, AskState } from "../src/core/asks.ts";
 import { renderRecap } from "../src/core/recap/render.ts";
 import { formatRecapVector, type RecapVector } from "../test/helpers/recap-vector.ts";
+import { SAMPLE_PAY } from "../test/helpers/sample-asks.ts";
 
 const DIR = resolve(import.meta.dir, "../test/vectors/recap");
 const CREATED = new Date("2026-11-30T03:00:00.000Z");
 const TEN_MIN = new Date("2026-11-30T03:10:00.000Z");
 
-const PAY: Ask = {
-  kind: "pay",
-  approval_id: "K7Q2M4XZ3A",
-  merchant: "Example Shop",
-  amount: "19.00",
-  currency: "EUR",
-  card_handle: "card-2",
-  checkout_url: "https://shop.example/checkout/123",
-  reason: "renew the domain",
-};
+const PAY: Ask = SAMPLE_PAY;
 const ACCOUNT: Ask = { kind: "account", approval_id: "P3N8W2R6T0", provider_url: "https://provider.example/signup" };
 
 type Case = { name: string; note: string; ask: Ask; now?: Date; expires?: Date; state?: AskState; width?: number };

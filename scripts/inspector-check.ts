@@ -4,6 +4,7 @@
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
+import { PAY_FIELDS } from "../test/helpers/sample-asks.ts";
 
 const root = resolve(import.meta.dir, "..");
 const binary = resolve(root, "dist/ask-only");
@@ -62,14 +63,7 @@ try {
   console.log(`inspector-check: tools/list --strict ok (${listed.ms} ms): ${tools.map((t) => t.name).join(", ")}; stderr: ${listed.stderr.trim() || "(none)"}`);
 
   // Values go as JSON: the Inspector reads `amount=19.00` as the number 19.
-  const args = {
-    verb: "pay",
-    merchant: "Example Shop",
-    amount: "19.00",
-    currency: "EUR",
-    card_handle: "card-2",
-    checkout_url: "https://shop.example/checkout/123",
-  };
+  const args = { verb: "pay", ...PAY_FIELDS };
   const called = await run([...cli, binary, "serve-mcp", "--method", "tools/call", "--tool-name", "request", "--tool-arg", ...Object.entries(args).map(([k, v]) => `${k}=${JSON.stringify(v)}`)]);
   if (called.code !== 0) fail("tools/call request", called);
   const result = JSON.parse(called.stdout) as { structuredContent?: { state?: string; approval_id?: string }; isError?: boolean };

@@ -4,21 +4,13 @@
 // Usage: bun scripts/bench/recap.ts [--rounds N]
 import type { Ask, StoredAsk } from "../../src/core/asks.ts";
 import { renderRecap } from "../../src/core/recap/render.ts";
+import { SAMPLE_PAY } from "../../test/helpers/sample-asks.ts";
 
 const rounds = Number(process.argv[process.argv.indexOf("--rounds") + 1]) || 5;
 const NOW = new Date("2026-11-30T03:00:00.000Z");
 const stored = (ask: Ask): StoredAsk => ({ ask, created_at: NOW, expires_at: new Date(NOW.getTime() + 600_000), state: "pending" });
 
-const plain = stored({
-  kind: "pay",
-  approval_id: "K7Q2M4XZ3A",
-  merchant: "Example Shop",
-  amount: "19.00",
-  currency: "EUR",
-  card_handle: "card-2",
-  checkout_url: "https://shop.example/checkout/123",
-  reason: "renew the domain",
-});
+const plain = stored(SAMPLE_PAY);
 // Every class of trick at once, at the field limits: 80-character merchant, 500-character reason.
 const trick = "ok\u202e\u200b\u{e0041}e\u0301\u0302\u0303日\u{1f642}\u001b[2J \u00a0\u3000\\";
 const hostile = stored({

@@ -7,6 +7,7 @@ import { type LinkPaths, writeLink } from "../helpers/approver-link.ts";
 import { type LinkPems, makeLinkPems } from "../helpers/certs.ts";
 import { connectServeMcp, type ServeMcp, serveMcpEnv } from "../helpers/mcp-client.ts";
 import { tempDir } from "../helpers/tmp.ts";
+import { PAY_FIELDS } from "../helpers/sample-asks.ts";
 
 setDefaultTimeout(30_000);
 const dir = tempDir("ask-only-fake-");
@@ -19,14 +20,7 @@ let behave: (req: Request, body: Record<string, unknown> | undefined) => Respons
 let requests: { method: string; path: string; body: string }[] = [];
 
 const CARD = "4111111111111111";
-const PAY = {
-  verb: "pay",
-  merchant: "Example Shop",
-  amount: "19.00",
-  currency: "EUR",
-  card_handle: "card-2",
-  checkout_url: "https://shop.example/checkout/123",
-};
+const PAY = { verb: "pay", ...PAY_FIELDS };
 
 const created = (body: Record<string, unknown> | undefined, extra: Record<string, unknown> = {}) =>
   Response.json({ approval_id: body?.approval_id, state: "pending", expires_at: "2026-11-30T10:10:00.000Z", ...extra }, { status: 201 });

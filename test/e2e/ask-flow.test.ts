@@ -7,6 +7,7 @@ import { approverFiles, type LinkPaths, writeLink } from "../helpers/approver-li
 import { type ApproverProcess, startApprover } from "../helpers/approver-process.ts";
 import { connectServeMcp, serveMcpEnv } from "../helpers/mcp-client.ts";
 import { tempDir } from "../helpers/tmp.ts";
+import { PAY_FIELDS } from "../helpers/sample-asks.ts";
 
 setDefaultTimeout(30_000);
 const dir = tempDir("ask-only-flow-");
@@ -20,15 +21,7 @@ afterAll(() => dir[Symbol.dispose]());
 
 const freshDb = () => join(dir.path, `asks-${++dbCount}.db`);
 
-const PAY = {
-  verb: "pay",
-  merchant: "Example Shop",
-  amount: "19.00",
-  currency: "EUR",
-  card_handle: "card-2",
-  checkout_url: "https://shop.example/checkout/123",
-  reason: "renew the domain",
-};
+const PAY = { verb: "pay", ...PAY_FIELDS, reason: "renew the domain" };
 const ACCOUNT = { verb: "account_create", provider_url: "https://provider.example/signup", identity_handle: "work" };
 
 /** Waits until the wall clock has passed `iso` (the event is the expiry itself). */

@@ -12,20 +12,14 @@ import { type LinkPaths, writeLink } from "../helpers/approver-link.ts";
 import { type LinkPems, makeLinkPems } from "../helpers/certs.ts";
 import { connectServeMcp, type ServeMcp, serveMcpEnv } from "../helpers/mcp-client.ts";
 import { tempDir } from "../helpers/tmp.ts";
+import { PAY_FIELDS } from "../helpers/sample-asks.ts";
 
 setDefaultTimeout(60_000);
 const TIMEOUT_MS = 500;
 /** Scheduling slack on a shared machine: the deadline plus this is the bound. */
 const SLACK_MS = 1_500;
 
-const PAY = {
-  verb: "pay",
-  merchant: "Example Shop",
-  amount: "19.00",
-  currency: "EUR",
-  card_handle: "card-2",
-  checkout_url: "https://shop.example/checkout/123",
-};
+const PAY = { verb: "pay", ...PAY_FIELDS };
 
 const dir = tempDir("ask-only-stuck-");
 let pems: LinkPems;

@@ -3,16 +3,9 @@ import fc from "fast-check";
 import type { ErrorCode } from "../../src/core/errors.ts";
 import { ERRORS } from "../../src/core/errors.ts";
 import { holdsCardNumber, validateAccountAsk, validatePayAsk } from "../../src/core/schema/ask.ts";
+import { PAY_FIELDS } from "../helpers/sample-asks.ts";
 
-const PAY = {
-  approval_id: "K7Q2M4XZ3A",
-  merchant: "Example Shop",
-  amount: "19.00",
-  currency: "EUR",
-  card_handle: "card-2",
-  checkout_url: "https://shop.example/checkout/123",
-  reason: "renew the domain",
-} as const;
+const PAY = { approval_id: "K7Q2M4XZ3A", ...PAY_FIELDS, reason: "renew the domain" } as const;
 const ACCOUNT = {
   approval_id: "K7Q2M4XZ3A",
   provider_url: "https://provider.example/signup",

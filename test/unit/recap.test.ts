@@ -18,26 +18,12 @@ import {
 import { escapeCodePoint, sanitize, sanitizeAtoms } from "../../src/core/recap/sanitize.ts";
 import { codePointWidth, textWidth } from "../../src/core/recap/width.ts";
 import { columns } from "../helpers/recap-invariants.ts";
+import { SAMPLE_ACCOUNT, SAMPLE_PAY } from "../helpers/sample-asks.ts";
 
 const NOW = new Date("2026-11-30T03:00:00.000Z");
 const in_ = (ms: number): Date => new Date(NOW.getTime() + ms);
-const PAY: Extract<Ask, { kind: "pay" }> = {
-  kind: "pay",
-  approval_id: "K7Q2M4XZ3A",
-  merchant: "Example Shop",
-  amount: "19.00",
-  currency: "EUR",
-  card_handle: "card-2",
-  checkout_url: "https://shop.example/checkout/123",
-  reason: "renew the domain",
-};
-const ACCOUNT: Extract<Ask, { kind: "account" }> = {
-  kind: "account",
-  approval_id: "P3N8W2R6T0",
-  provider_url: "https://provider.example/signup",
-  identity_handle: "work",
-  reason: "newsletter",
-};
+const PAY = SAMPLE_PAY;
+const ACCOUNT = SAMPLE_ACCOUNT;
 const stored = (ask: Ask, extra: Partial<StoredAsk> = {}): StoredAsk => ({
   ask,
   created_at: NOW,
