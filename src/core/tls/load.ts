@@ -27,10 +27,7 @@ export type LoadedTls = {
   cert: string;
   key: string;
   ca: string;
-  /** The parsed key, once (never per request). */
-  keyObject: KeyObject;
   paths: TlsPaths;
-  certNotAfter: Date;
   /** The trusted CA, for the start-up line: its subject on one line and SHA-256 fingerprint. */
   caSubject: string;
   caFingerprint256: string;
@@ -130,9 +127,7 @@ export function loadTlsFiles(
     cert: certPem,
     key: keyPem,
     ca: caPem,
-    keyObject,
     paths,
-    certNotAfter: cert.validToDate,
     caSubject: ca.subject.split("\n").join(", "),
     caFingerprint256: ca.fingerprint256,
   };
