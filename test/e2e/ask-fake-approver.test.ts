@@ -153,6 +153,8 @@ describe("nothing leaves serve-mcp before every field passes", () => {
     [{ ...PAY, amount: CARD }, "CARD_NUMBER_REFUSED"],
     [{ ...PAY, currency: "４１１１１１１１１１１１１１１１" }, "CARD_NUMBER_REFUSED"],
     [{ verb: "account_create", provider_url: "https://p.example/", identity_handle: "work", reason: `use ${CARD}` }, "CARD_NUMBER_REFUSED"],
+    [{ verb: "account_create", provider_url: `https://p.example/?n=${CARD}` }, "CARD_NUMBER_REFUSED"],
+    [{ verb: "account_create", provider_url: "https://p.example/", identity_handle: `id-${CARD}` }, "CARD_NUMBER_REFUSED"],
     [{ ...PAY, amount: "19.001" }, "AMOUNT_INVALID"],
     [{ ...PAY, checkout_url: "http://shop.example/" }, "URL_INVALID"],
     [{ ...PAY, approval_id: "K7Q2M4XZ3A" }, "FIELD_UNKNOWN"],
