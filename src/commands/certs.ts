@@ -1,5 +1,5 @@
 // `ask-only certs DIR`: writes the two CAs and the link certificates, refusing to overwrite.
-import { chmodSync, closeSync, existsSync, mkdirSync, openSync, statSync, writeSync } from "node:fs";
+import { chmodSync, closeSync, existsSync, lstatSync, mkdirSync, openSync, statSync, writeSync } from "node:fs";
 import { join, resolve } from "node:path";
 import { failure, type Streams, usageError } from "../cli/voice.ts";
 import { generateLinkCertificates, isValidHostName } from "../core/tls/generate.ts";
@@ -19,32 +19,17 @@ export async function runCerts(options: {
   if (existsSync(dir) && !statSync(dir).isDirectory()) throw failure(`${dir} exists and is not a directory`);
   const { files } = await generateLinkCertificates({ hosts: options.hosts, now: options.now });
 
-  // Refuse before writing anything, so a second run never leaves a half-replaced set.
+  // Refuse before writing anything, so a second run never leaves a half-replaced set. lstat: a
+  // link counts as there even when it points nowhere (writing through it would put a key
+  // wherever it points).
   for (const file of files) {
     const path = join(dir, file.name);
-    if (existsSync(path)) {
+    if (isThere(path)) {
       throw failure(`${path} already exists; refusing to overwrite it`, "choose another directory or move the old files away");
     }
   }
   mkdirSync(dir, { recursive: true, mode: 0o700 });
-  for (const file of files) {
-    const path = join(dir, file.name);
-    // O_EXCL: a file that appeared since the check above is never overwritten either.
-    let fd: number;
-    try {
-      fd = openSync(path, "wx", file.secret ? 0o600 : 0o644);
-    } catch (err) {
-      const code = (err as NodeJS.ErrnoException).code;
-      if (code === "EEXIST") throw failure(`${path} already exists; refusing to overwrite it`);
-      throw failure(`cannot write ${path}: ${code ?? String(err)}`);
-    }
-    try {
-      writeSync(fd, file.contents);
-    } finally {
-      closeSync(fd);
-    }
-    if (file.secret) chmodSync(path, 0o600); // whatever the umask said
-  }
+  for (const file of files) writeNewFile(join(dir, file.name), file.contents, file.secret ? 0o600 : 0o644);
 
   const width = Math.max(...files.map((f) => f.name.length));
   const lines = [
@@ -56,4 +41,34 @@ export async function runCerts(options: {
     "the CA private keys were not kept: to issue new certificates, run certs again into a new directory",
   ];
   options.streams.out(`${lines.join("\n")}\n`);
+}
+
+function isThere(path: string): boolean {
+  try {
+    lstatSync(path);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+/**
+ * Creates a file that did not exist, with `mode` whatever the umask says. O_EXCL: a file or link
+ * that appeared since the check in runCerts is neither overwritten nor followed.
+ */
+export function writeNewFile(path: string, contents: string, mode: 0o600 | 0o644): void {
+  let fd: number;
+  try {
+    fd = openSync(path, "wx", mode);
+  } catch (err) {
+    const code = (err as NodeJS.ErrnoException).code;
+    if (code === "EEXIST") throw failure(`${path} already exists; refusing to overwrite it`);
+    throw failure(`cannot write ${path}: ${code ?? String(err)}`);
+  }
+  try {
+    writeSync(fd, contents);
+  } finally {
+    closeSync(fd);
+  }
+  chmodSync(path, mode);
 }

@@ -75,19 +75,21 @@ describe("ask-only certs", () => {
     expect(await Bun.file(join(tmp.path, "client.key")).text()).toBe("precious");
   });
 
-  test("key files are created exclusively: a link planted where a key goes is not followed", async () => {
+  test("a link where a key goes counts as an existing file, even one that points nowhere", async () => {
     await using tmp = tempDir();
     const dir = join(tmp.path, "certs");
     const target = join(tmp.path, "elsewhere.key");
-    // A dangling link passes the exists-check before writing; only O_EXCL stops the write
-    // through it, which would put the client key wherever the link points.
     mkdirSync(dir, { mode: 0o700 });
     symlinkSync(target, join(dir, "client.key"));
     const r = await runBinary(["certs", dir]);
     expect(r.code).toBe(1);
     expect(r.stdout).toBe("");
-    expect(r.stderr).toBe(`ask-only: error: ${join(dir, "client.key")} already exists; refusing to overwrite it\n`);
+    expect(r.stderr).toBe(
+      `ask-only: error: ${join(dir, "client.key")} already exists; refusing to overwrite it\n` +
+        "ask-only: hint: choose another directory or move the old files away\n",
+    );
     expect(existsSync(target)).toBe(false);
+    expect(readdirSync(dir)).toEqual(["client.key"]);
   });
 
   test("a second run into the same directory is refused", async () => {
