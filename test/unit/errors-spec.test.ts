@@ -4,6 +4,7 @@ import { expect, test } from "bun:test";
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { ERRORS, isErrorCode } from "../../src/core/errors.ts";
+import { isSafeRef } from "../../src/core/ids.ts";
 
 const spec = readFileSync(join(import.meta.dir, "../../SPEC.md"), "utf8");
 
@@ -19,4 +20,8 @@ test("each `| status | CODE |` row of SPEC.md is the code's own status", () => {
     expect(isErrorCode(code)).toBe(true);
     expect([code, status]).toEqual([code, isErrorCode(code) ? ERRORS[code].http : -1]);
   }
+});
+
+test("every code is of the form an agent may see: ^[A-Za-z0-9_-]{1,64}$, no card number", () => {
+  expect(Object.keys(ERRORS).filter((code) => !isSafeRef(code) || !/^[A-Z][A-Z0-9_]*$/.test(code))).toEqual([]);
 });
