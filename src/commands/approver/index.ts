@@ -70,6 +70,9 @@ export async function runApprover(flags: ApproverFlags, streams: Streams): Promi
       port: config.port,
       tls: approverTls(tls),
       fetch: api,
+      // Never development mode (a compiled binary reports "development" unless told): it may
+      // answer an uncaught error with its stack trace, which names files and agent input.
+      development: false,
       error: () => errorResponse("INTERNAL"),
     });
   } catch (err) {
