@@ -14,7 +14,7 @@ function withUsage(command: Command, text: string): Command {
 
 const collect = (value: string, previous: string[]) => [...previous, value];
 
-export function buildProgram(): Command {
+function buildProgram(): Command {
   const program = new Command("ask-only")
     .version(VERSION, "-V, --version")
     .exitOverride()

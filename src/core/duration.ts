@@ -5,7 +5,7 @@
 const UNIT_MS = { s: 1_000, m: 60_000, h: 3_600_000 } as const;
 
 /** The longest duration accepted: a week (a longer wait is a typo, not an intent). */
-export const MAX_DURATION_MS = 7 * 24 * 3_600_000;
+const MAX_DURATION_MS = 7 * 24 * 3_600_000;
 
 /** Milliseconds for `90s` / `10m` / `1h`; undefined when the text is not such a duration. */
 export function parseDuration(text: string): number | undefined {

@@ -7,7 +7,7 @@ import { containsCardNumber } from "./money/card-net.ts";
 /** Crockford base32: digits and capitals without I, L, O and U (no 1/I/l or 0/O confusion). */
 export const CROCKFORD_ALPHABET = "0123456789ABCDEFGHJKMNPQRSTVWXYZ";
 
-export const APPROVAL_ID_LENGTH = 10;
+const APPROVAL_ID_LENGTH = 10;
 
 const APPROVAL_ID = /^[0-9A-HJKMNP-TV-Z]{10}$/;
 

@@ -35,14 +35,14 @@ const ENV: Record<TlsRole, string> = {
   ca: "ASK_ONLY_PAY_APPROVER_CA",
 };
 
-export const DEFAULT_LISTEN = "127.0.0.1:8443";
-export const DEFAULT_TTL = "10m";
-export const DEFAULT_MAX_PENDING = 50;
+const DEFAULT_LISTEN = "127.0.0.1:8443";
+const DEFAULT_TTL = "10m";
+const DEFAULT_MAX_PENDING = 50;
 /** A cap above this is a typo: the console could not show that many asks to a person. */
-export const MAX_MAX_PENDING = 100_000;
+const MAX_MAX_PENDING = 100_000;
 
 /** `$XDG_STATE_HOME/ask-only/asks.db`, else `~/.local/state/ask-only/asks.db`. */
-export function defaultDbPath(env: Record<string, string | undefined>): string {
+function defaultDbPath(env: Record<string, string | undefined>): string {
   const state = env.XDG_STATE_HOME?.startsWith("/") ? env.XDG_STATE_HOME : join(env.HOME || homedir(), ".local", "state");
   return join(state, "ask-only", "asks.db");
 }

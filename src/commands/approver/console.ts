@@ -32,7 +32,7 @@ const BELL = "\x07";
 const note = (n: ConsoleNote): string[] => [renderConsoleNote(n)];
 
 /** The console's own words (no ask text in them). */
-export const CONSOLE_HELP = [
+const CONSOLE_HELP = [
   "commands:",
   "  list          pending asks, one line each",
   "  show ID       the recap of one ask",

@@ -15,8 +15,8 @@ const ENV: Record<TlsRole, string> = {
   ca: "ASK_ONLY_PAY_CA",
 };
 
-export const DEFAULT_TIMEOUT_MS = 10_000;
-export const MAX_TIMEOUT_MS = 120_000;
+const DEFAULT_TIMEOUT_MS = 10_000;
+const MAX_TIMEOUT_MS = 120_000;
 
 const EXAMPLE =
   "e.g. ASK_ONLY_PAY_URL=https://localhost:8443 ASK_ONLY_PAY_CLIENT_CERT=certs/client.pem ASK_ONLY_PAY_CLIENT_KEY=certs/client.key ASK_ONLY_PAY_CA=certs/approver-ca.pem";

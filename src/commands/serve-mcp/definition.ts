@@ -5,7 +5,7 @@ import { REQUEST_INPUT_SCHEMA, REQUEST_OUTPUT_SCHEMA } from "../../core/schema/r
 
 export const TOOL_NAME = "request";
 
-export const TOOL_DESCRIPTION = `Ask a person to approve a payment or the creation of an account, or read the state of such an ask.
+const TOOL_DESCRIPTION = `Ask a person to approve a payment or the creation of an account, or read the state of such an ask.
 
 This tool cannot pay, approve or deny anything, and neither can you: a person decides on their own terminal.
 
@@ -21,7 +21,7 @@ Failures are {"error": CODE}, e.g. AMOUNT_INVALID, CARD_NUMBER_REFUSED, PENDING_
 
 /** Honest hints: it creates asks (not read-only), destroys nothing, is not idempotent (each
  * pay is a new ask), and reaches beyond this process (a person, over the network). */
-export const TOOL_ANNOTATIONS = {
+const TOOL_ANNOTATIONS = {
   title: "Ask a person to pay or to create an account",
   readOnlyHint: false,
   destructiveHint: false,

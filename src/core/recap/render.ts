@@ -15,11 +15,11 @@ import { textWidth } from "./width.ts";
 /** No rendered line is wider than this many columns (width.ts counts them). */
 export const RECAP_WIDTH = 76;
 /** Narrower than this, the approver shows renderNarrowNotice instead of a recap. */
-export const MIN_RECAP_WIDTH = 60;
+const MIN_RECAP_WIDTH = 60;
 /** Agent words are labelled as such, before the reason. */
 export const AGENT_LABEL = "(from the agent, unchecked)";
 /** What stands before a shortened host: the end of a host names who owns it. */
-export const HOST_CUT = "....";
+const HOST_CUT = "....";
 
 const VALUE_COLUMN = 13;
 const CONTINUATION = "  >".padEnd(VALUE_COLUMN);

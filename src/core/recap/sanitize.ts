@@ -17,7 +17,7 @@ const MARK = 3;
 const ESCAPE = 4;
 
 /** At most this many combining marks are shown on one base; further ones are escaped. */
-export const MAX_MARKS_PER_BASE = 2;
+const MAX_MARKS_PER_BASE = 2;
 
 // Escaped, by threat:
 // - Cc: C0 and C1 controls, DEL: a newline or ESC sequence could start a fake recap line, move

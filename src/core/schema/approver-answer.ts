@@ -59,7 +59,7 @@ export const PASSED_ON_CODES = [
 export type PassedOnCode = (typeof PASSED_ON_CODES)[number];
 
 /** `4xx` with `{"error": CODE}` and nothing else. */
-export const ErrorAnswer = type({ "+": "reject", error: type.enumerated(...PASSED_ON_CODES) });
+const ErrorAnswer = type({ "+": "reject", error: type.enumerated(...PASSED_ON_CODES) });
 
 /**
  * Reads an error answer: the code only when the body is exactly `{"error": CODE}`, the code is

@@ -27,7 +27,7 @@ const CA_DAYS = 3650;
 const BACKDATE_MS = 5 * 60_000;
 
 /** The names every approver certificate carries, so a local set-up works without --host. */
-export const DEFAULT_SERVER_NAMES = ["localhost", "127.0.0.1", "::1"] as const;
+const DEFAULT_SERVER_NAMES = ["localhost", "127.0.0.1", "::1"] as const;
 
 export type LinkFile = { name: string; contents: string; secret: boolean; role: string };
 
