@@ -24,7 +24,7 @@ export async function runCerts(options: {
   // wherever it points).
   for (const file of files) {
     const path = join(dir, file.name);
-    if (isThere(path)) {
+    if (lstatSync(path, { throwIfNoEntry: false }) !== undefined) {
       throw failure(`${path} already exists; refusing to overwrite it`, "choose another directory or move the old files away");
     }
   }
@@ -41,15 +41,6 @@ export async function runCerts(options: {
     "the CA private keys were not kept: to issue new certificates, run certs again into a new directory",
   ];
   options.streams.out(`${lines.join("\n")}\n`);
-}
-
-function isThere(path: string): boolean {
-  try {
-    lstatSync(path);
-    return true;
-  } catch {
-    return false;
-  }
 }
 
 /**
