@@ -3,33 +3,14 @@
 // {"reserved": n, "refused": m}. Usage: bun desk-reserve-worker.ts DB KEY_ID ISO_NOW PRICE ATTEMPTS SIGNING_PEM_FILE
 import { readFileSync } from "node:fs";
 import { hourOf, periodOf } from "../../src/core/desk/period.ts";
-import { DeskLedger, type ReceiptMaker } from "../../src/core/ledger/desk.ts";
-import { loadSigner, sha256Hex } from "../../src/core/receipt/index.ts";
+import { receiptMakerFor } from "../../src/core/desk/receipt-maker.ts";
+import { DeskLedger } from "../../src/core/ledger/desk.ts";
+import { loadSigner } from "../../src/core/receipt/index.ts";
 
 const [db, keyId, iso, price, attempts, pemFile] = process.argv.slice(2) as [string, string, string, string, string, string];
 const ledger = new DeskLedger(db);
 const signer = loadSigner(readFileSync(pemFile, "utf8"));
-const make: ReceiptMaker = (f) => {
-  const env = signer.sign({
-    id: f.receiptId,
-    issued_at: new Date(f.issuedAt).toISOString(),
-    org_id: f.orgId,
-    key_id: f.keyId,
-    tool: f.tool,
-    outcome: f.outcome,
-    http_status: f.httpStatus,
-    price_mc: f.priceMc,
-    amount_mc: f.amountMc,
-    upstream_cost_mc: f.upstreamCostMc,
-    remaining_mc: Math.max(0, f.remainingMc),
-    period: f.period,
-    params_sha256: f.paramsSha256,
-    result_sha256: f.resultSha256,
-    seq: f.link.seq,
-    prev_sha256: f.link.prevSha256,
-  });
-  return { id: env.receipt.id, kid: env.kid, sha256: sha256Hex(Buffer.from(env.payload, "base64url")), envelope: JSON.stringify(env) };
-};
+const make = receiptMakerFor(signer);
 const now = Date.parse(iso);
 let reserved = 0;
 let refused = 0;

@@ -5,7 +5,8 @@ import { type ArgsCheck, compileArgsSchema } from "../../core/desk/args.ts";
 import { hourOf } from "../../core/desk/period.ts";
 import { type SealingKey, seal, unseal } from "../../core/desk/seal.ts";
 import { type DeskLedger, type ReceiptMaker, type ToolRow, DeskLedgerError } from "../../core/ledger/desk.ts";
-import { type Envelope, generateSigningKey, type Jwks, jwksOf, loadSigner, type ReceiptJwk, type ReceiptSigner, sha256Hex } from "../../core/receipt/index.ts";
+import { receiptMakerFor } from "../../core/desk/receipt-maker.ts";
+import { type Envelope, generateSigningKey, type Jwks, jwksOf, loadSigner, type ReceiptJwk, type ReceiptSigner } from "../../core/receipt/index.ts";
 import { type UpstreamTool, UpstreamClient } from "./upstream.ts";
 
 /** Time the sweep gives a call beyond the upstream timeout before its reservation counts as abandoned. */
@@ -178,34 +179,9 @@ export class Desk {
    */
   receiptMaker(): { make: ReceiptMaker; last: () => Envelope | null } {
     let signed: Envelope | null = null;
-    const signer = this.signerNow;
-    const make: ReceiptMaker = (f) => {
-      const envelope = signer.sign({
-        id: f.receiptId,
-        issued_at: new Date(f.issuedAt).toISOString(),
-        org_id: f.orgId,
-        key_id: f.keyId,
-        tool: f.tool,
-        outcome: f.outcome,
-        http_status: f.httpStatus,
-        price_mc: f.priceMc,
-        amount_mc: f.amountMc,
-        upstream_cost_mc: f.upstreamCostMc,
-        remaining_mc: Math.max(0, f.remainingMc),
-        period: f.period,
-        params_sha256: f.paramsSha256,
-        result_sha256: f.resultSha256,
-        seq: f.link.seq,
-        prev_sha256: f.link.prevSha256,
-      });
+    const make = receiptMakerFor(this.signerNow, (envelope) => {
       signed = envelope;
-      return {
-        id: envelope.receipt.id,
-        kid: envelope.kid,
-        sha256: sha256Hex(Buffer.from(envelope.payload, "base64url")),
-        envelope: JSON.stringify(envelope),
-      };
-    };
+    });
     return { make, last: () => signed };
   }
 

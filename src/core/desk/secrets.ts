@@ -14,10 +14,6 @@ export function sha256(data: string | Uint8Array): Uint8Array {
   return new Uint8Array(createHash("sha256").update(data).digest());
 }
 
-export function sha256Hex(data: string | Uint8Array): string {
-  return createHash("sha256").update(data).digest("hex");
-}
-
 /** Constant-time equality of two byte strings (a length mismatch is not secret: hashes). */
 export function constantTimeEqual(a: Uint8Array, b: Uint8Array): boolean {
   return a.length === b.length && timingSafeEqual(a, b);

@@ -1,0 +1,36 @@
+// The one mapping from what the ledger knows about a call (ReceiptFacts) to a signed receipt,
+// for the desk and for anything else that drives the ledger (the multi-process test worker).
+import type { ReceiptMaker } from "../ledger/desk.ts";
+import { type Envelope, type ReceiptSigner, sha256Hex } from "../receipt/index.ts";
+
+/** A ReceiptMaker signing with `signer`; `onSigned` sees each envelope as it is made. */
+export function receiptMakerFor(signer: ReceiptSigner, onSigned: (envelope: Envelope) => void = () => {}): ReceiptMaker {
+  return (f) => {
+    const envelope = signer.sign({
+      id: f.receiptId,
+      issued_at: new Date(f.issuedAt).toISOString(),
+      org_id: f.orgId,
+      key_id: f.keyId,
+      tool: f.tool,
+      outcome: f.outcome,
+      http_status: f.httpStatus,
+      price_mc: f.priceMc,
+      amount_mc: f.amountMc,
+      upstream_cost_mc: f.upstreamCostMc,
+      remaining_mc: Math.max(0, f.remainingMc),
+      period: f.period,
+      params_sha256: f.paramsSha256,
+      result_sha256: f.resultSha256,
+      seq: f.link.seq,
+      prev_sha256: f.link.prevSha256,
+    });
+    onSigned(envelope);
+    return {
+      id: envelope.receipt.id,
+      kid: envelope.kid,
+      // The chain hashes the payload bytes as signed.
+      sha256: sha256Hex(Buffer.from(envelope.payload, "base64url")),
+      envelope: JSON.stringify(envelope),
+    };
+  };
+}
