@@ -3,7 +3,7 @@
 // VALUE_INVALID. Secrets leave once (a new key's secret) and credential headers never do.
 import { periodOf, RESETS, type Reset } from "../../core/desk/period.ts";
 import { newId, newKeySecret } from "../../core/desk/secrets.ts";
-import { DeskLedgerError, type KeyRow } from "../../core/ledger/desk.ts";
+import { DeskLedgerError, type KeyRow, spentIn } from "../../core/ledger/desk.ts";
 import type { ErrorCode } from "../../core/errors.ts";
 import { type Desk, DeskError } from "./desk.ts";
 import { HttpFailure, pathSegment, readJson } from "./http.ts";
@@ -192,7 +192,7 @@ function priceTool(desk: Desk, name: string, b: Body): Response {
 
 function keyView(k: KeyRow, now: number) {
   const period = periodOf(k.reset, now);
-  const spent = k.period === period ? k.spent_mc : 0;
+  const spent = spentIn(k, period);
   return {
     key_id: k.id,
     org_id: k.org_id,

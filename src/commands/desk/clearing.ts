@@ -5,7 +5,7 @@
 import type { ArgsProblem } from "../../core/desk/args.ts";
 import { hourOf, periodOf } from "../../core/desk/period.ts";
 import { lookupOf, sha256 } from "../../core/desk/secrets.ts";
-import type { CallContext, KeyRow, SettleOutcome } from "../../core/ledger/desk.ts";
+import { type CallContext, type KeyRow, type SettleOutcome, spentIn } from "../../core/ledger/desk.ts";
 import type { ErrorCode } from "../../core/errors.ts";
 import { CanonicalJsonError, type Envelope, paramsSha256, resultSha256 } from "../../core/receipt/index.ts";
 import type { Desk, ToolEntry } from "./desk.ts";
@@ -170,11 +170,25 @@ async function settle(desk: Desk, ctx: CallContext, reservationId: number, answe
   return { ...base, error: plan.error! };
 }
 
+/** The key's own price for the tool, else the tool's default. */
 function priceFor(key: KeyRow, tool: ToolEntry): number {
-  const prices = JSON.parse(key.prices) as Record<string, number>;
+  return priceIn(JSON.parse(key.prices) as Record<string, number>, tool);
+}
+
+function priceIn(prices: Record<string, number>, tool: ToolEntry): number {
   return Object.hasOwn(prices, tool.row.name) ? prices[tool.row.name]! : tool.row.price_mc;
 }
 
+/** The tools on the key's allowlist that the desk serves, each at the key's price (GET /v1/tools, MCP tools/list). */
+export function allowedTools(desk: Desk, key: KeyRow): { tool: ToolEntry; priceMc: number }[] {
+  const allow = new Set(JSON.parse(key.allow) as string[]);
+  const prices = JSON.parse(key.prices) as Record<string, number>;
+  return desk
+    .allTools()
+    .filter((t) => allow.has(t.row.name))
+    .map((tool) => ({ tool, priceMc: priceIn(prices, tool) }));
+}
+
 function plain(ctx: CallContext, status: number, outcome: string, error: ErrorCode): ClearingOutcome {
-  return { status, outcome, error, priceMc: ctx.priceMc, remainingMc: Math.max(0, ctx.key.budget_mc - (ctx.key.period === ctx.period ? ctx.key.spent_mc : 0)) };
+  return { status, outcome, error, priceMc: ctx.priceMc, remainingMc: Math.max(0, ctx.key.budget_mc - spentIn(ctx.key, ctx.period)) };
 }

@@ -1,11 +1,12 @@
 // The desk's HTTP surface as one `fetch(Request) → Response` function: the agents' REST API,
 // the public JWKS and the operator API. Tests call it in-process; the binary serves it.
 import { periodOf } from "../../core/desk/period.ts";
-import { constantTimeEqual, sha256 } from "../../core/desk/secrets.ts";
+import { bearerOf, constantTimeEqual, sha256 } from "../../core/desk/secrets.ts";
 import { ERRORS, type ErrorCode, errorResponse } from "../../core/errors.ts";
+import { spentIn } from "../../core/ledger/desk.ts";
 import type { Envelope } from "../../core/receipt/index.ts";
 import { adminRoutes } from "./admin.ts";
-import { type ClearingOutcome, clear, validKey } from "./clearing.ts";
+import { allowedTools, type ClearingOutcome, clear, validKey } from "./clearing.ts";
 import type { Desk } from "./desk.ts";
 import { MCP_PATH, mcpEndpoint } from "./mcp.ts";
 import { type PeerSource, sandboxKey } from "./sandbox.ts";
@@ -97,12 +98,7 @@ export function pathSegment(raw: string): string {
   }
 }
 
-function bearer(req: Request): string | null {
-  const value = req.headers.get("authorization");
-  if (value === null) return null;
-  const m = /^Bearer ([\x21-\x7e]+)$/.exec(value);
-  return m ? m[1]! : null;
-}
+const bearer = (req: Request) => bearerOf(req.headers.get("authorization"));
 
 /** Reads a JSON body: application/json only, at most MAX_BODY_BYTES, and a JSON value. */
 export async function readJson(req: Request): Promise<unknown> {
@@ -182,17 +178,12 @@ function agentKeyOf(desk: Desk, req: Request) {
 function agentTools(desk: Desk, req: Request): Response {
   const key = agentKeyOf(desk, req);
   if (key === null) return errorResponse("KEY_INVALID");
-  const allow = new Set(JSON.parse(key.allow) as string[]);
-  const prices = JSON.parse(key.prices) as Record<string, number>;
-  const tools = desk
-    .allTools()
-    .filter((t) => allow.has(t.row.name))
-    .map((t) => ({
-      name: t.row.name,
-      description: t.row.description,
-      price_mc: Object.hasOwn(prices, t.row.name) ? prices[t.row.name] : t.row.price_mc,
-      input_schema: t.schema,
-    }));
+  const tools = allowedTools(desk, key).map(({ tool, priceMc }) => ({
+    name: tool.row.name,
+    description: tool.row.description,
+    price_mc: priceMc,
+    input_schema: tool.schema,
+  }));
   return Response.json({ tools });
 }
 
@@ -200,7 +191,7 @@ function agentKey(desk: Desk, req: Request): Response {
   const key = agentKeyOf(desk, req);
   if (key === null) return errorResponse("KEY_INVALID");
   const period = periodOf(key.reset, desk.now());
-  const spent = key.period === period ? key.spent_mc : 0;
+  const spent = spentIn(key, period);
   return Response.json({
     key_id: key.id,
     org_id: key.org_id,

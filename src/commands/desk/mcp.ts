@@ -5,9 +5,10 @@
 import { Server } from "@modelcontextprotocol/sdk/server/index.js";
 import { WebStandardStreamableHTTPServerTransport } from "@modelcontextprotocol/sdk/server/webStandardStreamableHttp.js";
 import { CallToolRequestSchema, ListToolsRequestSchema, RequestSchema } from "@modelcontextprotocol/sdk/types.js";
+import { bearerOf } from "../../core/desk/secrets.ts";
 import { type ErrorCode, errorBody, errorResponse } from "../../core/errors.ts";
 import { withReceipt } from "../../core/receipt/index.ts";
-import { type ClearingOutcome, clear, validKey } from "./clearing.ts";
+import { allowedTools, type ClearingOutcome, clear, validKey } from "./clearing.ts";
 import type { Desk } from "./desk.ts";
 
 export const MCP_PATH = "/mcp";
@@ -51,7 +52,7 @@ export function mcpEndpoint(desk: Desk, options: McpOptions): McpEndpoint {
       hostport !== null && hostAllowed(hostport, defaultPort, server?.port, options.listenHostname, extra);
     if (!allowed(req.headers.get("host")) || !originAllowed(req.headers.get("origin"), allowed)) return errorResponse("HOST_REFUSED");
 
-    const given = bearer(req);
+    const given = bearerOf(req.headers.get("authorization"));
     if (given === null || validKey(desk, given, desk.now()) === null) {
       const challenge = given === null ? WWW_AUTHENTICATE_REALM : `${WWW_AUTHENTICATE_REALM}, error="invalid_token"`;
       return errorResponse("KEY_INVALID", { "www-authenticate": challenge });
@@ -91,16 +92,10 @@ function buildServer(desk: Desk, options: McpOptions): Server {
     // Read again: a key revoked or changed since the auth check shows what it has now.
     const key = validKey(desk, secretOf(extra), desk.now());
     if (key === null) return { tools: [] };
-    const allow = new Set(JSON.parse(key.allow) as string[]);
-    const prices = JSON.parse(key.prices) as Record<string, number>;
-    const tools = desk
-      .allTools()
-      .filter((t) => allow.has(t.row.name))
-      .map((t) => {
-        const price = Object.hasOwn(prices, t.row.name) ? prices[t.row.name]! : t.row.price_mc;
-        const text = t.row.description.trim();
-        return { name: t.row.name, description: `${text === "" ? "" : `${text} `}${priceSentence(price)}`, inputSchema: t.schema as { type: "object" } };
-      });
+    const tools = allowedTools(desk, key).map(({ tool, priceMc }) => {
+      const text = tool.row.description.trim();
+      return { name: tool.row.name, description: `${text === "" ? "" : `${text} `}${priceSentence(priceMc)}`, inputSchema: tool.schema as { type: "object" } };
+    });
     return { tools };
   });
   server.setRequestHandler(LOOSE_CALL_TOOL, async (loose, extra) => {
@@ -139,11 +134,6 @@ export function priceSentence(mc: number): string {
   const frac = String(mc % 1000).padStart(3, "0").replace(/0+$/, "");
   const cents = frac === "" ? group(whole) : `${group(whole)}.${frac}`;
   return `Price: ${group(mc)} mc (${cents} ${cents === "1" ? "cent" : "cents"}) per call.`;
-}
-
-function bearer(req: Request): string | null {
-  const m = /^Bearer ([\x21-\x7e]+)$/.exec(req.headers.get("authorization") ?? "");
-  return m ? m[1]! : null;
 }
 
 const LOOPBACK_NAMES = ["localhost", "127.0.0.1", "[::1]"];

@@ -14,6 +14,12 @@ export function sha256(data: string | Uint8Array): Uint8Array {
   return new Uint8Array(createHash("sha256").update(data).digest());
 }
 
+/** The token of an `Authorization: Bearer <token>` header value (visible ASCII only), or null. */
+export function bearerOf(header: string | null): string | null {
+  const m = /^Bearer ([\x21-\x7e]+)$/.exec(header ?? "");
+  return m ? m[1]! : null;
+}
+
 /** Constant-time equality of two byte strings (a length mismatch is not secret: hashes). */
 export function constantTimeEqual(a: Uint8Array, b: Uint8Array): boolean {
   return a.length === b.length && timingSafeEqual(a, b);

@@ -106,6 +106,11 @@ export type ReservationRow = {
   receipt_id: string | null;
 };
 
+/** What a key has spent in `period`: its row holds the spend of its latest period only. */
+export function spentIn(key: Pick<KeyRow, "period" | "spent_mc">, period: string): number {
+  return key.period === period ? key.spent_mc : 0;
+}
+
 /** Where a new receipt sits in its key's hash chain. */
 export type ChainLink = { seq: number; prevSha256: string | null };
 
@@ -535,7 +540,7 @@ export class DeskLedger {
   refuseNotAllowed(ctx: CallContext, make: ReceiptMaker): { receipt: StoredReceipt; remainingMc: number } {
     return this.immediate(() => {
       const key = this.countFailure(ctx.key.id, ctx.hour)!;
-      const remainingMc = key.budget_mc - (key.period === ctx.period ? key.spent_mc : 0);
+      const remainingMc = key.budget_mc - spentIn(key, ctx.period);
       const receipt = this.appendReceipt(ctx, make, "refused_not_allowed", 403, 0, remainingMc, ctx.period);
       this.appendAudit(ctx, "refused_not_allowed", 403, receipt.id);
       return { receipt, remainingMc };
@@ -575,7 +580,7 @@ export class DeskLedger {
       }
       const key = this.countFailure(ctx.key.id, ctx.hour);
       if (key === null || key.revoked_at !== null || (key.expires_at !== null && key.expires_at <= ctx.now)) return { kind: "key_gone" };
-      const remainingMc = key.budget_mc - (key.period === ctx.period ? key.spent_mc : 0);
+      const remainingMc = key.budget_mc - spentIn(key, ctx.period);
       const receipt = this.appendReceipt(ctx, make, "refused_budget", 402, 0, remainingMc, ctx.period);
       this.appendAudit(ctx, "refused_budget", 402, receipt.id);
       return { kind: "no_room", receipt, remainingMc };
@@ -622,7 +627,7 @@ export class DeskLedger {
               .get({ id: res.key_id, period: res.period, price: res.price_mc, hour })
       ) as KeyRow;
       if (!charged) this.db.query("UPDATE spend SET spent_mc = spent_mc - ? WHERE key_id = ? AND period = ?").run(res.price_mc, res.key_id, res.period);
-      const remainingMc = key.budget_mc - (key.period === periodOf(key.reset, now) ? key.spent_mc : 0);
+      const remainingMc = key.budget_mc - spentIn(key, periodOf(key.reset, now));
       const ctx: CallContext = {
         key,
         tool: res.tool,
