@@ -1,5 +1,6 @@
 // The desk's HTTP surface as one `fetch(Request) → Response` function: the agents' REST API,
 // the public JWKS and the operator API. Tests call it in-process; the binary serves it.
+import { readAtMost } from "../../core/body.ts";
 import { periodOf } from "../../core/desk/period.ts";
 import { bearerOf, constantTimeEqual, sha256 } from "../../core/desk/secrets.ts";
 import { ERRORS, type ErrorCode, errorResponse } from "../../core/errors.ts";
@@ -114,17 +115,10 @@ export async function readJson(req: Request): Promise<unknown> {
     if (bytes.byteLength > MAX_BODY_BYTES) throw new HttpFailure("BODY_TOO_LARGE");
     return parseJson(Buffer.from(bytes).toString("utf8"));
   }
-  const chunks: Uint8Array[] = [];
-  let size = 0;
-  if (req.body) {
-    for await (const chunk of req.body as unknown as AsyncIterable<Uint8Array>) {
-      size += chunk.byteLength;
-      // Counted as it streams: a body without a length cannot exhaust memory either.
-      if (size > MAX_BODY_BYTES) throw new HttpFailure("BODY_TOO_LARGE");
-      chunks.push(chunk);
-    }
-  }
-  return parseJson(Buffer.concat(chunks).toString("utf8"));
+  // Counted as it streams: a body without a length cannot exhaust memory either.
+  const bytes = await readAtMost(req.body, MAX_BODY_BYTES);
+  if (bytes === undefined) throw new HttpFailure("BODY_TOO_LARGE");
+  return parseJson(Buffer.from(bytes).toString("utf8"));
 }
 
 function parseJson(text: string): unknown {
