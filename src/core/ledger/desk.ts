@@ -308,6 +308,11 @@ export class DeskLedger {
     this.db.close();
   }
 
+  /** Runs `body` in one IMMEDIATE transaction (a savepoint when already inside one). */
+  private immediate<T>(body: () => T): T {
+    return this.immediateTx(body) as T;
+  }
+
   /**
    * Group commit: runs `op` (one of this ledger's write methods, each its own transaction) inside
    * one IMMEDIATE transaction shared with the other operations queued in the same event-loop
@@ -315,11 +320,6 @@ export class DeskLedger {
    * or roll back together; one that throws rolls back alone. The promise settles after COMMIT:
    * nothing is answered before it is durable.
    */
-  /** Runs `body` in one IMMEDIATE transaction (a savepoint when already inside one). */
-  private immediate<T>(body: () => T): T {
-    return this.immediateTx(body) as T;
-  }
-
   batched<T>(op: () => T): Promise<T> {
     return new Promise<T>((resolve, reject) => {
       this.queue.push({ run: op, resolve: resolve as (value: unknown) => void, reject });
