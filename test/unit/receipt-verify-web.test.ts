@@ -36,10 +36,10 @@ describe("receipt vectors through the WebCrypto verifier", () => {
 
   test("the verifier and its imports are browser-safe: no node: or bun imports", () => {
     const dir = join(import.meta.dir, "../../src/core/receipt");
-    for (const file of ["verify-web.ts", "canonical.ts", "result-rule.ts", "types.ts"]) {
+    for (const file of ["verify-web.ts", "checks.ts", "canonical.ts", "result-rule.ts", "types.ts"]) {
       const text = readFileSync(join(dir, file), "utf8");
       const runtime = [...text.matchAll(/^import (?!type)[^;]*from "([^"]+)"/gm)].map((m) => m[1]);
-      for (const spec of runtime) expect(`${file}: ${spec}`).toMatch(/: \.\/(canonical|result-rule|types)\.ts$/);
+      for (const spec of runtime) expect(`${file}: ${spec}`).toMatch(/: \.\/(checks|canonical|result-rule|types)\.ts$/);
     }
   });
 });
