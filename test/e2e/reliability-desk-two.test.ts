@@ -83,6 +83,21 @@ describe("one desk per data directory (binary)", () => {
     expect(check.code).toBe(0);
   });
 
+  test("a second desk on another directory but the same port exits 1: it never shares the port", async () => {
+    await using tmp = tempDir();
+    const first = await startDeskProcess(join(tmp.path, "a"));
+    try {
+      const port = new URL(first.url).port;
+      const r = await runBinary(["desk", "--listen", `127.0.0.1:${port}`, "--data", join(tmp.path, "b")], { env: { ASK_ONLY_DESK_ADMIN_TOKEN: DESK_TOKEN } });
+      expect(r.code).toBe(1);
+      expect(r.stdout).toStartWith("receipt signing key: kid "); // its own new data directory
+      expect(r.stderr).not.toContain("desk listening");
+      expect(r.stderr).toContain(`ask-only: error: cannot listen on 127.0.0.1:${port}: EADDRINUSE\n`);
+    } finally {
+      expect(await first.stop()).toBe(0);
+    }
+  });
+
   test("a lock file that is not one stops the desk with a hint, before it touches the ledger", async () => {
     await using tmp = tempDir();
     const data = join(tmp.path, "d");

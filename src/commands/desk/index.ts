@@ -180,6 +180,15 @@ export async function runDesk(run: DeskRun): Promise<void> {
     trustProxy: flags.trustProxy === true,
     onInternal: (err) => log(`internal error: ${err instanceof Error ? `${err.name}: ${err.message}` : "unknown"}`),
   });
+  // Everything started above holds the process open (the sweep timer, the checkpoint worker):
+  // a desk that cannot listen must release it all, or it would hang after its error.
+  const shutdown = async () => {
+    clearInterval(sweep);
+    await desk.close();
+    await ledger.stopCheckpointer();
+    ledger.close();
+    lock.release();
+  };
   // An upstream call may be silent for the whole timeout: keep the agent's connection open.
   const idleSeconds = Math.ceil(timeoutMs / 1000) + 15;
   let server: ReturnType<typeof Bun.serve>;
@@ -193,10 +202,14 @@ export async function runDesk(run: DeskRun): Promise<void> {
       // Never development mode (the default when NODE_ENV is not "production", and a compiled
       // binary reports "development"): it answers an uncaught error with its stack trace.
       development: false,
+      // Explicit: outside development mode Bun turns SO_REUSEPORT on, and a second desk (another
+      // data directory) on the same port would silently take a share of the calls.
+      reusePort: false,
       idleTimeout: idleSeconds > 255 ? 0 : idleSeconds,
       ...(tls ? { tls } : {}),
     });
   } catch (err) {
+    await shutdown();
     throw failure(`cannot listen on ${flags.listen ?? "127.0.0.1:8787"}: ${(err as NodeJS.ErrnoException).code ?? "error"}`);
   }
   // The handlers go in before the line that says the desk listens: a supervisor that sends
@@ -210,12 +223,8 @@ export async function runDesk(run: DeskRun): Promise<void> {
   log(`desk listening on ${tls ? "https" : "http"}://${host}:${server.port}`);
 
   await stopped;
-  clearInterval(sweep);
   await server.stop();
-  await desk.close();
-  await ledger.stopCheckpointer();
-  ledger.close();
-  lock.release();
+  await shutdown();
   log("desk stopped");
 }
 
