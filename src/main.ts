@@ -45,7 +45,8 @@ function buildProgram(): Command {
       .option("--listen <host:port>")
       .option("--db <path>")
       .option("--ttl <duration>")
-      .option("--max-pending <n>"),
+      .option("--max-pending <n>")
+      .option("--max-amount <amount>"),
     usage.APPROVER_USAGE,
   ).action(async (opts: Record<string, string | undefined>) => {
     const { runApprover } = await import("./commands/approver/index.ts");

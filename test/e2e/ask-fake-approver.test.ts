@@ -175,6 +175,17 @@ describe("nothing leaves serve-mcp before every field passes", () => {
     expect(requests).toEqual([]);
     expect(mcp.stderr()).not.toContain(CARD);
   });
+
+  test("an amount above ASK_ONLY_PAY_MAX_AMOUNT never reaches the approver", async () => {
+    behave = (_req, body) => created(body);
+    requests = [];
+    await using capped = await connectServeMcp(serveMcpEnv(link, `https://localhost:${fake.port}`, { ASK_ONLY_PAY_MAX_AMOUNT: "100" }));
+    const over = await capped.request({ ...PAY, amount: "100.01" });
+    expect(over).toEqual({ sc: { error: "AMOUNT_TOO_LARGE" }, isError: true, text: JSON.stringify({ error: "AMOUNT_TOO_LARGE" }) });
+    expect(requests).toEqual([]);
+    expect((await capped.request({ ...PAY, amount: "100.00" })).isError).toBe(false);
+    expect(requests).toHaveLength(1);
+  });
 });
 
 describe("transport failures, each with its own code", () => {

@@ -64,20 +64,21 @@ describe("approver start-up", () => {
 
   test("bad flags are usage errors (exit 2)", async () => {
     const base = approverArgs({ files: approverFiles(link), db: db() });
-    for (const [flag, value] of [["--ttl", "10"], ["--ttl", "-1m"], ["--ttl", "8d"], ["--max-pending", "0"], ["--max-pending", "ten"], ["--listen", "8443"], ["--listen", "[zz]:1"]] as const) {
+    for (const [flag, value] of [["--ttl", "10"], ["--ttl", "-1m"], ["--ttl", "8d"], ["--max-pending", "0"], ["--max-pending", "ten"], ["--listen", "8443"], ["--listen", "[zz]:1"], ["--max-amount", "0"], ["--max-amount", "1e6"], ["--max-amount", "1000000000"]] as const) {
       const r = await runBinary([...base, flag, value]);
       expectRefusal(r, 2, new RegExp(flag));
     }
     const r = await runBinary(["approver", "--listen", "127.0.0.1:0", "--db", db()], { env: {} });
-    expectRefusal(r, 2, /--cert is missing/);
+    // A missing certificate stops it like an unreadable one: exit 1, before listening.
+    expectRefusal(r, 1, /--cert is missing/);
     expectRefusal(await runBinary(base, { env: { ASK_ONLY_PAY_APPROVER_MAX_PENDING: "many" } }), 2, /--max-pending "many"/);
   });
 
   test("the other settings come from the environment too; a flag wins", async () => {
-    const env = { ASK_ONLY_PAY_APPROVER_TTL: "90s", ASK_ONLY_PAY_APPROVER_MAX_PENDING: "7" };
+    const env = { ASK_ONLY_PAY_APPROVER_TTL: "90s", ASK_ONLY_PAY_APPROVER_MAX_PENDING: "7", ASK_ONLY_PAY_APPROVER_MAX_AMOUNT: "250" };
     {
       await using ap = await startApprover({ files: approverFiles(link), db: join(dir.path, "env1.db"), env });
-      await ap.err.waitFor(/asks wait 90s for a decision; at most 7 pending/);
+      await ap.err.waitFor(/asks wait 90s for a decision; at most 7 pending; amounts up to 250/);
     }
     await using ap = await startApprover({ files: approverFiles(link), db: join(dir.path, "env2.db"), env, ttl: "1h" });
     await ap.err.waitFor(/asks wait 1h for a decision; at most 7 pending/);
@@ -121,6 +122,7 @@ describe("serve-mcp start-up", () => {
       [{ ASK_ONLY_PAY_CLIENT_CERT: join(dir.path, "nope.pem") }, /cannot read the certificate .*\(ASK_ONLY_PAY_CLIENT_CERT\): ENOENT/],
       [{ ASK_ONLY_PAY_CA: link.clientCa }, /is the CA that signed/],
       [{ ASK_ONLY_PAY_TIMEOUT_MS: "soon" }, /ASK_ONLY_PAY_TIMEOUT_MS/],
+      [{ ASK_ONLY_PAY_MAX_AMOUNT: "1e9" }, /ASK_ONLY_PAY_MAX_AMOUNT is not an amount/],
     ];
     for (const [over, message] of cases) {
       const r = await runBinary(["serve-mcp"], { env: serveMcpEnv(link, url, over), stdin: "" });

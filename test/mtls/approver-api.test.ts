@@ -16,6 +16,7 @@ let handled = 0;
 const announced: StoredAsk[] = [];
 const faults: string[] = [];
 const MAX_PENDING = 5;
+const MAX_AMOUNT = "500";
 
 beforeAll(async () => {
   [link, foreign] = await Promise.all([makeLinkPems(), makeLinkPems()]);
@@ -25,6 +26,7 @@ beforeAll(async () => {
     ledger: { create: ledger.create.bind(ledger), get: ledger.get.bind(ledger) },
     ttlMs: 600_000,
     maxPending: MAX_PENDING,
+    maxAmount: MAX_AMOUNT,
     onCreated: (stored) => announced.push(stored),
     onFault: (what) => faults.push(what),
   });
@@ -107,6 +109,15 @@ describe("approver API over mTLS", () => {
     expect(await status(ids[2]!)).toEqual({ approval_id: ids[2], state: "expired" });
     await expectError(await call(`/v1/asks/${mintApprovalId()}`), 404, "ASK_NOT_FOUND");
     await expectError(await call("/v1/asks/k7q2m4xz3a"), 400, "APPROVAL_ID_INVALID");
+  });
+
+  test("the configured maximum amount holds at the approver, whatever the client checked", async () => {
+    clearPending();
+    const stored = announced.length;
+    expect((await post("/v1/asks/pay", payBody({ amount: MAX_AMOUNT }))).status).toBe(201);
+    await expectError(await post("/v1/asks/pay", payBody({ amount: "500.01" })), 400, "AMOUNT_TOO_LARGE");
+    await expectError(await post("/v1/asks/pay", payBody({ amount: "900000" })), 400, "AMOUNT_TOO_LARGE");
+    expect(announced.length).toBe(stored + 1);
   });
 
   test("an id seen before is refused with 409, also once decided or expired", async () => {

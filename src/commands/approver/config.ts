@@ -3,8 +3,9 @@
 import { isIP } from "node:net";
 import { homedir } from "node:os";
 import { join, resolve } from "node:path";
-import { usageError } from "../../cli/voice.ts";
+import { failure, usageError } from "../../cli/voice.ts";
 import { parseDuration } from "../../core/duration.ts";
+import { DEFAULT_MAX_AMOUNT, isValidMaxAmount } from "../../core/money/amount.ts";
 import type { TlsPaths, TlsRole } from "../../core/tls/load.ts";
 
 export type ApproverFlags = {
@@ -15,6 +16,7 @@ export type ApproverFlags = {
   db?: string;
   ttl?: string;
   maxPending?: string;
+  maxAmount?: string;
 };
 
 export type ApproverConfig = {
@@ -27,6 +29,8 @@ export type ApproverConfig = {
   dbIsDefault: boolean;
   ttlMs: number;
   maxPending: number;
+  /** The largest amount of one pay ask, in major units of its currency. */
+  maxAmount: string;
 };
 
 const ENV: Record<TlsRole, string> = {
@@ -66,7 +70,8 @@ export function resolveApproverConfig(flags: ApproverFlags, env: Record<string, 
     const fromEnv = env[ENV[role]];
     const value = fromFlag ?? (fromEnv === "" ? undefined : fromEnv);
     if (value === undefined) {
-      throw usageError(
+      // Exit 1, as for an unreadable file: the approver cannot run without it.
+      throw failure(
         `--${role} is missing`,
         `give --${role} PATH or set ${ENV[role]}; \`ask-only certs DIR\` makes the files (approver.pem, approver.key, client-ca.pem)`,
       );
@@ -82,6 +87,7 @@ export function resolveApproverConfig(flags: ApproverFlags, env: Record<string, 
     db: setting(flags.db, "ASK_ONLY_PAY_APPROVER_DB"),
     ttl: setting(flags.ttl, "ASK_ONLY_PAY_APPROVER_TTL"),
     maxPending: setting(flags.maxPending, "ASK_ONLY_PAY_APPROVER_MAX_PENDING"),
+    maxAmount: setting(flags.maxAmount, "ASK_ONLY_PAY_APPROVER_MAX_AMOUNT"),
   };
   const listen = parseListen(f.listen ?? DEFAULT_LISTEN);
   if (!listen) throw usageError(`--listen ${JSON.stringify(f.listen)} is not HOST:PORT`, "e.g. --listen 127.0.0.1:8443");
@@ -97,7 +103,12 @@ export function resolveApproverConfig(flags: ApproverFlags, env: Record<string, 
     }
   }
 
+  const maxAmount = f.maxAmount ?? DEFAULT_MAX_AMOUNT;
+  if (!isValidMaxAmount(maxAmount)) {
+    throw usageError(`--max-amount ${JSON.stringify(f.maxAmount)} is not an amount`, "a plain decimal above 0 with at most 9 digits before the point, e.g. 500 or 2500.00");
+  }
+
   const dbIsDefault = f.db === undefined;
   const dbPath = dbIsDefault ? defaultDbPath(env) : resolve(cwd, f.db!);
-  return { tls, labels, ...listen, dbPath, dbIsDefault, ttlMs, maxPending };
+  return { tls, labels, ...listen, dbPath, dbIsDefault, ttlMs, maxPending, maxAmount };
 }

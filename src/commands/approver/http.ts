@@ -16,6 +16,8 @@ export type ApiOptions = {
   ledger: Pick<AskLedger, "create" | "get">;
   ttlMs: number;
   maxPending: number;
+  /** The largest amount of one pay ask (major units); checked here whatever the client did. */
+  maxAmount: string;
   /** Called once per stored ask, after it is stored (the console prints its recap). */
   onCreated: (stored: StoredAsk) => void;
   /** A server fault, by name only: messages may quote stored text, which never reaches a log. */
@@ -103,7 +105,7 @@ export function makeApproverApi(options: ApiOptions): (req: Request) => Promise<
     const body = await readJsonObject(req);
     // Any holder of a client certificate can call this: every field is checked here again,
     // card-number net included, whatever serve-mcp already checked.
-    const checked = kind === "pay" ? validatePayAsk(body) : validateAccountAsk(body);
+    const checked = kind === "pay" ? validatePayAsk(body, { maxAmount: options.maxAmount }) : validateAccountAsk(body);
     if (!checked.ok) return fail(checked.code);
     const made = options.ledger.create(checked.ask, { ttlMs: options.ttlMs, maxPending: options.maxPending });
     if (!made.ok) return fail(made.code);

@@ -59,6 +59,7 @@ export async function runApprover(flags: ApproverFlags, streams: Streams): Promi
     ledger,
     ttlMs: config.ttlMs,
     maxPending: config.maxPending,
+    maxAmount: config.maxAmount,
     onCreated: (stored) => consoleUi.announce(stored),
     onFault: (what) => info(streams, `internal fault while answering a request (${what})`),
   });
@@ -73,6 +74,9 @@ export async function runApprover(flags: ApproverFlags, streams: Streams): Promi
       // Never development mode (a compiled binary reports "development" unless told): it may
       // answer an uncaught error with its stack trace, which names files and agent input.
       development: false,
+      // Explicit: outside development mode Bun turns SO_REUSEPORT on, and a second process on the
+      // same port would silently take a share of the asks instead of failing to start.
+      reusePort: false,
       error: () => errorResponse("INTERNAL"),
     });
   } catch (err) {
@@ -90,7 +94,7 @@ export async function runApprover(flags: ApproverFlags, streams: Streams): Promi
   info(streams, `approver listening on https://${host}:${server.port} (mutual TLS only)`);
   info(streams, `ask ledger: ${config.dbPath}`);
   info(streams, `trusting clients certified by ${tls.caSubject} (${tls.paths.ca}, sha256 ${tls.caFingerprint256})`);
-  info(streams, `asks wait ${formatDuration(config.ttlMs)} for a decision; at most ${config.maxPending} pending`);
+  info(streams, `asks wait ${formatDuration(config.ttlMs)} for a decision; at most ${config.maxPending} pending; amounts up to ${config.maxAmount}`);
   info(streams, 'type "help" for the console commands');
 
   const onResize = () => consoleUi.resized();

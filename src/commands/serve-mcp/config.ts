@@ -1,5 +1,6 @@
 // serve-mcp's settings, from the environment only (an MCP client starts it with `-e` values).
 import { failure } from "../../cli/voice.ts";
+import { DEFAULT_MAX_AMOUNT, isValidMaxAmount } from "../../core/money/amount.ts";
 import type { TlsPaths, TlsRole } from "../../core/tls/load.ts";
 
 export type ServeMcpConfig = {
@@ -7,6 +8,8 @@ export type ServeMcpConfig = {
   tls: TlsPaths;
   labels: Record<TlsRole, string>;
   timeoutMs: number;
+  /** The largest amount of one pay ask (major units): larger asks never leave this process. */
+  maxAmount: string;
 };
 
 const ENV: Record<TlsRole, string> = {
@@ -52,5 +55,9 @@ export function resolveServeMcpConfig(env: Record<string, string | undefined>): 
       throw failure("ASK_ONLY_PAY_TIMEOUT_MS is not a number of milliseconds", `a whole number from 1 to ${MAX_TIMEOUT_MS}; the default is ${DEFAULT_TIMEOUT_MS}`);
     }
   }
-  return { url, tls, labels: { ...ENV }, timeoutMs };
+  const maxAmount = env.ASK_ONLY_PAY_MAX_AMOUNT || DEFAULT_MAX_AMOUNT;
+  if (!isValidMaxAmount(maxAmount)) {
+    throw failure("ASK_ONLY_PAY_MAX_AMOUNT is not an amount", "a plain decimal above 0 with at most 9 digits before the point, e.g. 500; keep it equal to the approver's --max-amount");
+  }
+  return { url, tls, labels: { ...ENV }, timeoutMs, maxAmount };
 }

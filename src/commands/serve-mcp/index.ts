@@ -15,13 +15,13 @@ type CallTool = (args: unknown) => Promise<ToolResult>;
  * The field rules and the approver client load on first use, not at start: initialize and
  * tools/list are answered without them (the rules' schema library is most of start-up time).
  */
-function lazyCallTool(link: ApproverLink): () => Promise<CallTool> {
+function lazyCallTool(link: ApproverLink, limits: { maxAmount: string }): () => Promise<CallTool> {
   let loading: Promise<CallTool> | undefined;
   return () => {
     loading ??= (async () => {
       const [{ callRequestTool }, { ApproverClient }] = await Promise.all([import("./tool.ts"), import("./approver-client.ts")]);
       const approver = new ApproverClient(link);
-      return (args: unknown) => callRequestTool(args, approver);
+      return (args: unknown) => callRequestTool(args, approver, limits);
     })();
     return loading;
   };
@@ -43,7 +43,7 @@ export async function runServeMcp(options: { version: string; streams: Streams }
     baseUrl: config.url,
     tls: { cert: tls.cert, key: tls.key, ca: tls.ca },
     timeoutMs: config.timeoutMs,
-  });
+  }, { maxAmount: config.maxAmount });
 
   // The low-level Server, not McpServer.registerTool: the tool's input schema is our own flat
   // JSON Schema and its parse our own (errors as codes), which registerTool (zod) cannot express.

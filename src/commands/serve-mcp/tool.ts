@@ -6,7 +6,7 @@ import { parseRequestArguments } from "../../core/schema/request-tool.ts";
 import type { ApproverClient } from "./approver-client.ts";
 import { failureResult, successResult, type ToolResult } from "./definition.ts";
 
-export async function callRequestTool(args: unknown, approver: ApproverClient): Promise<ToolResult> {
+export async function callRequestTool(args: unknown, approver: ApproverClient, limits: { maxAmount: string }): Promise<ToolResult> {
   const parsed = parseRequestArguments(args, { holdsCardNumber });
   if (!parsed.ok) return failureResult(parsed.code);
   const request = parsed.request;
@@ -21,7 +21,7 @@ export async function callRequestTool(args: unknown, approver: ApproverClient): 
 
   // The id is ours, from a CSPRNG; the agent never picks it.
   const input = { approval_id: mintApprovalId(), ...request.fields };
-  const checked = request.verb === "pay" ? validatePayAsk(input) : validateAccountAsk(input);
+  const checked = request.verb === "pay" ? validatePayAsk(input, limits) : validateAccountAsk(input);
   if (!checked.ok) return failureResult(checked.code);
   const answer = await approver.create(checked.ask);
   if (!answer.ok) return failureResult(answer.code);

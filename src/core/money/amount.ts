@@ -17,6 +17,14 @@ export function isPlainDecimal(text: unknown): text is string {
   return typeof text === "string" && PLAIN_DECIMAL.test(text);
 }
 
+/**
+ * A maximum a person can configure: a positive plain decimal with at most 9 integer digits, so
+ * the largest amount it admits still fits the recap's header and approving lines.
+ */
+export function isValidMaxAmount(text: unknown): text is string {
+  return isPlainDecimal(text) && isPositive(text) && text.split(".")[0]!.length <= 9;
+}
+
 /** True when a plain decimal string is above zero. */
 const isPositive = (text: string): boolean => /[1-9]/.test(text);
 
