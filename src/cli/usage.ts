@@ -54,6 +54,7 @@ Environment:
   ASK_ONLY_PAY_CA            the approver's CA (approver-ca.pem)
   ASK_ONLY_PAY_TIMEOUT_MS    how long one exchange with the approver may take
                              (default 10000)
+  ASK_ONLY_PAY_MAX_AMOUNT    the largest amount of one pay ask (default 1000000)
 
 stdout carries JSON-RPC only; logs go to stderr. It stops when the client closes stdin.
 
@@ -79,6 +80,7 @@ Options (each also from the environment; the flag wins):
   --ttl DURATION       how long an ask waits for a decision (default 10m; e.g. 90s, 10m,
                        1h; at most 168h) (ASK_ONLY_PAY_APPROVER_TTL)
   --max-pending N      most asks pending at once (default 50)
+  --max-amount AMOUNT  the largest amount of one pay ask, in major units (default 1000000)
                        (ASK_ONLY_PAY_APPROVER_MAX_PENDING)
   -h, --help           print this help
 
