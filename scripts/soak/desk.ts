@@ -37,6 +37,8 @@ export type DeskSoakOptions = {
   seed: number;
   /** The desk's --upstream-timeout in seconds (the hanging tool runs past it). */
   upstreamTimeoutSecs?: number;
+  /** Weights that replace those of MIX (a short run raises the rare kinds so each shows). */
+  weights?: Partial<Record<Kind, number>>;
   /** Progress lines; none by default. */
   log?: (line: string) => void;
 };
@@ -128,15 +130,18 @@ const MIX: [Kind, number][] = [
   ["not_allowed", 2],
   ["unknown_tool", 0.5],
 ];
-const MIX_TOTAL = MIX.reduce((a, [, w]) => a + w, 0);
 
-function pickKind(r: number): Kind {
-  let x = r * MIX_TOTAL;
-  for (const [kind, w] of MIX) {
-    if (x < w) return kind;
-    x -= w;
-  }
-  return "success";
+/** Picks a kind from a random number in [0, 1) by the weights of `mix`. */
+function kindPicker(mix: [Kind, number][]): (r: number) => Kind {
+  const total = mix.reduce((a, [, w]) => a + w, 0);
+  return (r) => {
+    let x = r * total;
+    for (const [kind, w] of mix) {
+      if (x < w) return kind;
+      x -= w;
+    }
+    return "success";
+  };
 }
 
 /** The tool and arguments of one call of `kind` on `key`. */
@@ -200,6 +205,7 @@ const bump = (m: Record<string, number>, k: string, by = 1) => {
 export async function run(options: DeskSoakOptions): Promise<DeskSoakSummary> {
   const log = options.log ?? (() => {});
   const rnd = random(options.seed);
+  const pickKind = kindPicker(MIX.map(([kind, w]) => [kind, options.weights?.[kind] ?? w]));
   const timeoutSecs = options.upstreamTimeoutSecs ?? 2;
   const deskArgs = ["--upstream-timeout", String(timeoutSecs)];
   const failures: string[] = [];
