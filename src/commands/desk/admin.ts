@@ -4,9 +4,9 @@
 import { periodOf, RESETS, type Reset } from "../../core/desk/period.ts";
 import { newId, newKeySecret } from "../../core/desk/secrets.ts";
 import { DeskLedgerError, type KeyRow, spentIn } from "../../core/ledger/desk.ts";
-import type { ErrorCode } from "../../core/errors.ts";
 import { type Desk, DeskError } from "./desk.ts";
-import { HttpFailure, pathSegment, readJson } from "./http.ts";
+import { type Body, fail, intIn, objectBody as body, onlyFields, optional, required } from "./fields.ts";
+import { pathSegment } from "./http.ts";
 import { sandboxAdmin } from "./sandbox.ts";
 
 export const UPSTREAM_NAME = /^[a-z][a-z0-9-]{0,31}$/;
@@ -68,42 +68,10 @@ export function adminRoutes(desk: Desk): AdminRouter {
   };
 }
 
-function fail(code: ErrorCode): never {
-  throw new HttpFailure(code);
-}
-
 const iso = (ms: number | null) => (ms === null ? null : new Date(ms).toISOString());
 
-type Body = Record<string, unknown>;
-
-async function body(req: Request): Promise<Body> {
-  const value = await readJson(req);
-  if (typeof value !== "object" || value === null || Array.isArray(value)) fail("BODY_INVALID");
-  return value as Body;
-}
-
-/** Refuses fields outside `known` and returns nothing; each field is then read by its rule. */
-function onlyFields(b: Body, known: readonly string[]): void {
-  for (const k of Object.keys(b)) if (!known.includes(k)) fail("FIELD_UNKNOWN");
-}
-
-function required<T>(b: Body, field: string, read: (v: unknown) => T | undefined): T {
-  if (!Object.hasOwn(b, field)) fail("FIELD_MISSING");
-  return fieldValue(b, field, read);
-}
-
-function fieldValue<T>(b: Body, field: string, read: (v: unknown) => T | undefined): T {
-  const v = read(b[field]);
-  if (v === undefined) fail("VALUE_INVALID");
-  return v;
-}
-
-function optional<T>(b: Body, field: string, read: (v: unknown) => T | undefined): T | undefined {
-  return Object.hasOwn(b, field) ? fieldValue(b, field, read) : undefined;
-}
-
 const shortText = (max: number) => (v: unknown) => (typeof v === "string" && v.length >= 1 && v.length <= max && v.isWellFormed() ? v : undefined);
-const money = (v: unknown) => (Number.isSafeInteger(v) && (v as number) >= 0 && (v as number) <= MAX_MC ? (v as number) : undefined);
+const money = intIn(0, MAX_MC);
 const toolList = (v: unknown) =>
   Array.isArray(v) && v.length <= 1000 && v.every((t) => typeof t === "string" && t.length >= 1 && t.length <= 200) ? [...new Set(v as string[])] : undefined;
 const priceMap = (v: unknown) => {

@@ -5,9 +5,8 @@ import { networkOf } from "../../core/desk/network.ts";
 import { periodOf } from "../../core/desk/period.ts";
 import { newId, newKeySecret } from "../../core/desk/secrets.ts";
 import { clearSandbox, getSandbox, grantSandboxKey, type SandboxSettings, setSandbox } from "../../core/ledger/desk-sandbox.ts";
-import type { ErrorCode } from "../../core/errors.ts";
 import type { Desk } from "./desk.ts";
-import { HttpFailure, readJson } from "./http.ts";
+import { fail, intIn, objectBody, onlyFields, optional, required } from "./fields.ts";
 
 export const SANDBOX_KEYS_PER_DAY = 5;
 export const SANDBOX_DEFAULT_BUDGET_MC = 2_000;
@@ -23,10 +22,6 @@ export const SANDBOX_MAX_KEYS_PER_DAY = 100_000;
 
 /** What Bun.serve passes as the second argument of `fetch`: only the peer address is read. */
 export type PeerSource = { requestIP(req: Request): { address: string } | null };
-
-const fail = (code: ErrorCode): never => {
-  throw new HttpFailure(code);
-};
 
 function view(s: SandboxSettings | null) {
   if (s === null) return { enabled: false };
@@ -48,36 +43,21 @@ export async function sandboxAdmin(desk: Desk, req: Request): Promise<Response> 
     return Response.json(view(null));
   }
   if (req.method !== "PUT") fail("NOT_FOUND");
-  const b = await readJson(req);
-  if (typeof b !== "object" || b === null || Array.isArray(b)) return fail("BODY_INVALID");
-  const body = b as Record<string, unknown>;
-  for (const k of Object.keys(body)) if (!["tools", "budget_mc", "ttl_s", "keys_per_day"].includes(k)) fail("FIELD_UNKNOWN");
-  if (!Object.hasOwn(body, "tools")) fail("FIELD_MISSING");
-  const tools = body.tools;
-  if (
-    !Array.isArray(tools) ||
-    tools.length < 1 ||
-    tools.length > SANDBOX_MAX_TOOLS ||
-    new Set(tools).size !== tools.length ||
-    !tools.every((t) => typeof t === "string")
-  ) {
-    fail("VALUE_INVALID");
-  }
+  const body = await objectBody(req);
+  onlyFields(body, ["tools", "budget_mc", "ttl_s", "keys_per_day"]);
+  const tools = required(body, "tools", (v) =>
+    Array.isArray(v) && v.length >= 1 && v.length <= SANDBOX_MAX_TOOLS && new Set(v).size === v.length && v.every((t) => typeof t === "string")
+      ? (v as string[])
+      : undefined,
+  );
   // Only tools the desk serves now: a sandbox key for a missing tool would only ever be refused.
-  for (const t of tools as string[]) if (desk.tool(t) === undefined) fail("TOOL_UNKNOWN");
-  const budget = intField(body, "budget_mc", SANDBOX_DEFAULT_BUDGET_MC, 0, SANDBOX_MAX_BUDGET_MC);
-  const ttl = intField(body, "ttl_s", SANDBOX_DEFAULT_TTL_S, SANDBOX_MIN_TTL_S, SANDBOX_MAX_TTL_S);
-  const keysPerDay = intField(body, "keys_per_day", SANDBOX_DEFAULT_KEYS_PER_DAY, 1, SANDBOX_MAX_KEYS_PER_DAY);
-  const settings = { tools: tools as string[], budgetMc: budget, ttlS: ttl, keysPerDay, updatedAt: desk.now() };
+  for (const t of tools) if (desk.tool(t) === undefined) fail("TOOL_UNKNOWN");
+  const budget = optional(body, "budget_mc", intIn(0, SANDBOX_MAX_BUDGET_MC)) ?? SANDBOX_DEFAULT_BUDGET_MC;
+  const ttl = optional(body, "ttl_s", intIn(SANDBOX_MIN_TTL_S, SANDBOX_MAX_TTL_S)) ?? SANDBOX_DEFAULT_TTL_S;
+  const keysPerDay = optional(body, "keys_per_day", intIn(1, SANDBOX_MAX_KEYS_PER_DAY)) ?? SANDBOX_DEFAULT_KEYS_PER_DAY;
+  const settings = { tools, budgetMc: budget, ttlS: ttl, keysPerDay, updatedAt: desk.now() };
   setSandbox(desk.ledger, settings);
   return Response.json(view(settings));
-}
-
-function intField(body: Record<string, unknown>, field: string, fallback: number, min: number, max: number): number {
-  if (!Object.hasOwn(body, field)) return fallback;
-  const v = body[field];
-  if (!Number.isSafeInteger(v) || (v as number) < min || (v as number) > max) fail("VALUE_INVALID");
-  return v as number;
 }
 
 /**
