@@ -2,7 +2,7 @@
 // a paid call whose saved response `ask-only verify-receipt` accepts and whose tampered copies it
 // refuses, and kill -9 during an upstream call followed by a restart and `desk check`.
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
-import { chmodSync, readFileSync, statSync, writeFileSync } from "node:fs";
+import { chmodSync, readdirSync, readFileSync, statSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { generateSigningKey, jwksOf } from "../../src/core/receipt/index.ts";
 import { BINARY, runBinary, testEnv } from "../helpers/binary.ts";
@@ -110,6 +110,8 @@ describe("ask-only desk (binary)", () => {
     expect(first.stdout()).toMatch(/receipt signing key: kid [A-Za-z0-9_-]{43}\n/);
     for (const f of ["desk.db", "receipt-signing.key", "sealing.key"]) expect((statSync(join(data, f)).mode & 0o777).toString(8)).toBe("600");
     expect(statSync(join(data, "sealing.key")).size).toBe(32);
+    // Only the token's hash is stored: the token itself is in no file of the data directory.
+    for (const file of readdirSync(data)) expect(`${file}: ${readFileSync(join(data, file)).includes(token!)}`).toBe(`${file}: false`);
 
     const second = await startDesk(data, [], {}, token!);
     expect((await second.admin("GET", "/admin/orgs")).status).toBe(200);

@@ -78,6 +78,15 @@ describe("operator API", () => {
     expect(listed).not.toContain(k.secret.slice(20));
     const row = t.ledger.db.query("SELECT secret_sha256 FROM keys WHERE id = ?").get(k.keyId) as { secret_sha256: Uint8Array };
     expect(Buffer.from(row.secret_sha256).toString("hex")).toBe(new Bun.CryptoHasher("sha256").update(k.secret).digest("hex"));
+    // Nowhere in clear on disk either, before or after a rotation: only the 12-character lookup
+    // prefix is stored, so what follows it (the secret part) must be in no file of the data dir.
+    const rotated = (await (await t.admin("POST", `/admin/keys/${k.keyId}/rotate`)).json()) as { secret: string };
+    t.ledger.db.run("PRAGMA wal_checkpoint(FULL)");
+    for (const secret of [k.secret, rotated.secret]) {
+      const needle = Buffer.from(secret.slice("cd_live_".length + 12));
+      for (const file of readdirSync(t.dir)) expect(`${file}: ${readFileSync(join(t.dir, file)).includes(needle)}`).toBe(`${file}: false`);
+    }
+    k.secret = rotated.secret;
     expect(await (await get("/v1/key", k.secret)).json()).toEqual({
       key_id: k.keyId,
       org_id: k.orgId,
