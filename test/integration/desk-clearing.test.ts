@@ -271,4 +271,23 @@ describe("clearing path over REST", () => {
     expect(body.receipt.receipt).toMatchObject({ outcome: "refunded_abandoned", amount_mc: 0, key_id: k.keyId });
     expect(t.ledger.checkMoney()).toEqual([]);
   });
+
+  test("a fault of the desk's own (the ledger refusing the reservation) is 500 INTERNAL with the clearing headers, nothing more, and nothing moves", async () => {
+    const k = await t.makeKey({ budget_mc: 5000, reset: "none", allow: ALLOW });
+    const CAUSE = "ledger-fault-7c1e: disk on fire";
+    t.ledger.db.run(`CREATE TRIGGER planted_fault BEFORE INSERT ON reservations BEGIN SELECT RAISE(ABORT, '${CAUSE}'); END`);
+    try {
+      const r = await expectNoUpstreamCall(() => t.call(k.secret, "fx__echo", { text: "x" }));
+      // The cause goes to the desk's log only: the agent gets the code and the headers.
+      expect([r.status, await r.text()]).toEqual([500, '{"error":"INTERNAL"}']);
+      expect(headersOf(r)).toEqual({ outcome: "internal_error", price: "0", remaining: "0", receipt: null });
+      expect(t.logs.some((l) => l.includes(CAUSE))).toBe(true);
+    } finally {
+      t.ledger.db.run("DROP TRIGGER planted_fault");
+    }
+    // The conditional UPDATE rolled back with the failed insert: the budget is whole.
+    expect(spent(k.keyId)).toBe(0);
+    expect(t.ledger.checkMoney()).toEqual([]);
+    expect((await t.call(k.secret, "fx__echo", { text: "after" })).status).toBe(200);
+  });
 });

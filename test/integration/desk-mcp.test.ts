@@ -123,6 +123,25 @@ describe("desk MCP endpoint", () => {
     });
   }
 
+  test("a fault of the desk's own → an isError INTERNAL result holding the code only; the cause stays in the log and nothing moves", async () => {
+    const k = await t.makeKey({ budget_mc: 5000, reset: "none", allow: ALLOW });
+    const CAUSE = "ledger-fault-3b9d: disk on fire";
+    t.ledger.db.run(`CREATE TRIGGER planted_fault BEFORE INSERT ON reservations BEGIN SELECT RAISE(ABORT, '${CAUSE}'); END`);
+    let result: ToolResult;
+    const before = fx.totalCalls();
+    try {
+      result = await callMcp(k.secret, "fx__echo", { text: "x" });
+    } finally {
+      t.ledger.db.run("DROP TRIGGER planted_fault");
+    }
+    expect(result.isError).toBe(true);
+    expect(result.structuredContent).toEqual({ error: "INTERNAL" });
+    expect(JSON.stringify(result)).not.toContain("disk on fire");
+    expect(t.logs.some((l) => l.includes(CAUSE))).toBe(true);
+    expect(fx.totalCalls()).toBe(before);
+    expect(spent(k.keyId)).toBe(0);
+  });
+
   test("refusal with a receipt: a tool off the allowlist → isError TOOL_NOT_ALLOWED and a refused_not_allowed receipt", async () => {
     const k = await t.makeKey({ budget_mc: 5000, reset: "none", allow: ["fx__echo"] });
     const before = fx.totalCalls();
