@@ -130,6 +130,18 @@ describe("clearing path over REST", () => {
     expect(spent(k.keyId)).toBe(0);
   });
 
+  test("step 3: arguments with no RFC 8785 form get 400 canonical_json at a JSON Pointer that never holds the offending key", async () => {
+    const k = await t.makeKey({ budget_mc: 5000, reset: "none", allow: [...ALLOW, "fx__add"] });
+    // fx__add's schema lets extra properties through, so the canonical form is what refuses them.
+    const loneValue = await expectNoUpstreamCall(() => t.call(k.secret, "fx__add", { a: 1, b: 2, list: [0, { "x/y": "\ud800" }] }));
+    expect([loneValue.status, await loneValue.json()]).toEqual([400, { error: "ARGS_INVALID", problems: [{ path: "/list/1/x~1y", rule: "canonical_json" }] }]);
+    const loneKey = await expectNoUpstreamCall(() => t.call(k.secret, "fx__add", { a: 1, b: 2, nested: { "sk-DO-NOT-ECHO-\udbff": 1 } }));
+    const text = await loneKey.text();
+    expect(text).not.toContain("DO-NOT-ECHO");
+    expect([loneKey.status, JSON.parse(text)]).toEqual([400, { error: "ARGS_INVALID", problems: [{ path: "/nested", rule: "canonical_json" }] }]);
+    expect(spent(k.keyId)).toBe(0);
+  });
+
   test("step 4: a tool off the allowlist gets 403 with a signed receipt and no upstream call", async () => {
     const k = await t.makeKey({ budget_mc: 5000, reset: "none", allow: ["fx__echo"] });
     const r = await expectNoUpstreamCall(() => t.call(k.secret, "fx__add", { a: 1, b: 2 }));

@@ -89,6 +89,22 @@ describe("canonicalJson (RFC 8785)", () => {
     expect(canonicalJson({ b: [{ z: 1, a: 2 }, [], {}], a: null })).toBe('{"a":null,"b":[{"a":2,"z":1},[],{}]}');
   });
 
+  test("the place as a JSON Pointer: escaped, and stopping at the object whose key is itself the problem", () => {
+    const pointerOf = (value: unknown) => {
+      try {
+        canonicalJson(value);
+      } catch (err) {
+        if (err instanceof CanonicalJsonError) return err.pointer;
+      }
+      throw new Error("expected a CanonicalJsonError");
+    };
+    expect(pointerOf("\ud800")).toBe("");
+    expect(pointerOf({ a: ["ok", "x\udc00"] })).toBe("/a/1");
+    expect(pointerOf({ "a/b": { "c~d": [Number.NaN] } })).toBe("/a~1b/c~0d/0");
+    // The bad key never shows in the pointer (a desk answer carries it back to the caller).
+    expect(pointerOf({ a: { "secret-\udbff": 1 } })).toBe("/a");
+  });
+
   test("refuses what JCS refuses, naming the place", () => {
     expect(problemOf("\ud800")).toBe("LONE_SURROGATE at $");
     expect(problemOf({ a: ["ok", "x\udc00"] })).toBe("LONE_SURROGATE at $.a[1]");

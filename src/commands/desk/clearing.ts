@@ -101,7 +101,7 @@ async function checkToolAndArgs(desk: Desk, ctx: CallContext, args: unknown): Pr
     } catch (err) {
       // No canonical form (a lone surrogate, say): the receipt could not bind these arguments.
       if (!(err instanceof CanonicalJsonError)) throw err;
-      problems.push({ path: err.path.replace(/^\$/, "").replace(/\./g, "/") || "/", rule: "canonical_json" });
+      problems.push({ path: err.pointer === "" ? "/" : err.pointer, rule: "canonical_json" });
     }
   }
   if (problems.length > 0 || hash === null) {

@@ -8,11 +8,16 @@ export type CanonicalJsonProblem =
   | "UNSUPPORTED_TYPE" // undefined, function, symbol, bigint, Date, Map, class instances...
   | "TOO_DEEP"; // deeper than MAX_DEPTH, or a cycle
 
-/** A value that has no RFC 8785 form; `path` names where (e.g. `$.result.content[0].text`). */
+/**
+ * A value that has no RFC 8785 form; `path` names where (e.g. `$.result.content[0].text`), and
+ * `pointer` names the same place as an RFC 6901 JSON Pointer ("" for the root) except that a key
+ * that is itself the problem is left out: the pointer stops at its object, so it never echoes it.
+ */
 export class CanonicalJsonError extends Error {
   constructor(
     readonly problem: CanonicalJsonProblem,
     readonly path: string,
+    readonly pointer = "",
   ) {
     super(`${problem} at ${path}`);
     this.name = "CanonicalJsonError";
@@ -31,10 +36,12 @@ function fail(problem: CanonicalJsonProblem, segment = ""): never {
   throw new CanonicalJsonError(problem, `$${segment}`);
 }
 
-// Re-throws an inner failure with this level's key in front of its path.
-function within(err: unknown, segment: string): never {
-  if (err instanceof CanonicalJsonError) throw new CanonicalJsonError(err.problem, `$${segment}${err.path.slice(1)}`);
-  throw err;
+// Re-throws an inner failure with this level's key in front of its path (and of its pointer,
+// unless `token` is null: the key itself failed).
+function within(err: unknown, segment: string, token: string | null): never {
+  if (!(err instanceof CanonicalJsonError)) throw err;
+  const pointer = token === null ? err.pointer : `/${token.replaceAll("~", "~0").replaceAll("/", "~1")}${err.pointer}`;
+  throw new CanonicalJsonError(err.problem, `$${segment}${err.path.slice(1)}`, pointer);
 }
 
 function quote(text: string): string {
@@ -68,7 +75,7 @@ function write(value: unknown, depth: number): string {
       try {
         out += write(value[i], depth + 1);
       } catch (err) {
-        within(err, `[${i}]`);
+        within(err, `[${i}]`, String(i));
       }
     }
     return `${out}]`;
@@ -86,7 +93,7 @@ function write(value: unknown, depth: number): string {
     try {
       out += `${quote(key)}:${write(record[key], depth + 1)}`;
     } catch (err) {
-      within(err, `.${key}`);
+      within(err, `.${key}`, key.isWellFormed() ? key : null);
     }
   }
   return `${out}}`;
