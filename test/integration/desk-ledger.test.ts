@@ -84,6 +84,25 @@ describe("desk ledger", () => {
     expect(s.ledger.checkMoney()).toEqual([]);
   });
 
+  test("desk check: a receipt row that differs from what was signed is named, whichever column (its org decides who may read it)", async () => {
+    const { checkLedger } = await import("../../src/commands/desk/check.ts");
+    await using s = await setup(() => Date.parse("2026-11-30T10:00:00Z"));
+    s.addKey("key_a", 1000, "none");
+    const r = s.reserve("key_a", 100);
+    if (r.kind !== "reserved") throw new Error("expected a reservation");
+    s.settle(r.reservationId, "charged");
+    expect(checkLedger(s.ledger).problems).toEqual([]);
+    // Someone with the file and the SQL to drop the trigger first.
+    s.ledger.db.run("DROP TRIGGER receipts_no_update");
+    for (const [column, value] of [["org_id", "'org_other'"], ["tool", "'fx__other'"], ["issued_at", "issued_at + 1"], ["kid", "'another-kid'"], ["sha256", `'${"0".repeat(64)}'`], ["amount_mc", "0"]] as const) {
+      s.ledger.db.run("SAVEPOINT tamper");
+      s.ledger.db.run(`UPDATE receipts SET ${column} = ${value}`);
+      expect(`${column}: ${checkLedger(s.ledger).problems.some((p) => p.includes("the ledger row differs from the signed receipt"))}`).toBe(`${column}: true`);
+      s.ledger.db.run("ROLLBACK TO tamper");
+      s.ledger.db.run("RELEASE tamper");
+    }
+  });
+
   test("the reservation is conditional: room for one price, then a 402 receipt", async () => {
     await using s = await setup(() => Date.parse("2026-11-30T10:00:00Z"));
     s.addKey("key_a", 150, "none");

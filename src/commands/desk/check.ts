@@ -1,7 +1,7 @@
 // `desk check`: the ledger's money invariants, then every receipt: its signature under a key the
 // desk published, its readable copy, its row against what was signed, and each key's chain.
-import type { DeskLedger } from "../../core/ledger/desk.ts";
-import { ChainVerifier, openEnvelope, ReceiptKeys, type ReceiptJwk } from "../../core/receipt/index.ts";
+import type { DeskLedger, ReceiptRow } from "../../core/ledger/desk.ts";
+import { ChainVerifier, openEnvelope, type Receipt, ReceiptKeys, type ReceiptJwk } from "../../core/receipt/index.ts";
 
 export type CheckReport = { ok: string[]; problems: string[] };
 
@@ -20,13 +20,29 @@ export function checkLedger(ledger: DeskLedger): CheckReport {
       const opened = openEnvelope(JSON.parse(row.envelope), keys);
       for (const c of opened.checks) if (!c.ok) problems.push(`receipt ${row.id} (key ${keyId} seq ${row.seq}): ${c.name} ${c.detail ?? ""}`.trim());
       const s = opened.signed;
-      if (s !== null && (s.id !== row.id || s.key_id !== row.key_id || s.seq !== row.seq || s.outcome !== row.outcome || s.amount_mc !== row.amount_mc || s.period !== row.period)) {
-        problems.push(`receipt ${row.id}: the ledger row differs from the signed receipt`);
-      }
+      // Every column is read as if it were the receipt (org_id decides which keys may fetch it,
+      // sha256 is what the next receipt chains to): each must be what was signed.
+      if (s !== null && !rowMatches(row, s, opened.payloadSha256)) problems.push(`receipt ${row.id}: the ledger row differs from the signed receipt`);
       chain.add(count, s, opened.payloadSha256);
     }
   }
   for (const f of chain.failures) problems.push(`chain of key ${f.key_id}: ${f.detail}`);
   if (problems.length === before) ok.push(`${count} receipts: signatures, readable copies and ${chain.keyCount} key chains intact`);
   return { ok, problems };
+}
+
+function rowMatches(row: ReceiptRow, s: Receipt, payloadSha256: string | null): boolean {
+  return (
+    s.id === row.id &&
+    s.org_id === row.org_id &&
+    s.key_id === row.key_id &&
+    s.seq === row.seq &&
+    Date.parse(s.issued_at) === row.issued_at &&
+    s.tool === row.tool &&
+    s.outcome === row.outcome &&
+    s.period === row.period &&
+    s.amount_mc === row.amount_mc &&
+    s.kid === row.kid &&
+    payloadSha256 === row.sha256
+  );
 }
