@@ -5,82 +5,17 @@ import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { chmodSync, readdirSync, readFileSync, statSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { generateSigningKey, jwksOf } from "../../src/core/receipt/index.ts";
-import { BINARY, runBinary, testEnv } from "../helpers/binary.ts";
+import { runBinary } from "../helpers/binary.ts";
+import { type DeskProcess, startDeskProcess } from "../helpers/desk-process.ts";
 import { tempDir } from "../helpers/tmp.ts";
 import { startUpstreamFixture, type UpstreamFixture } from "../fixtures/upstream-server.ts";
 
 const TOKEN = "e2e-admin-token-abcdefghijklmnopqrstuvwxyz012345";
 
-type RunningDesk = {
-  url: string;
-  proc: ReturnType<typeof Bun.spawn>;
-  stdout: () => string;
-  stderr: () => string;
-  admin(method: string, path: string, body?: unknown): Promise<Response>;
-  stop(): Promise<number>;
-};
+const startDesk = (data: string, extraArgs: string[] = [], env: Record<string, string> = { ASK_ONLY_DESK_ADMIN_TOKEN: TOKEN }, token = TOKEN) =>
+  startDeskProcess(data, extraArgs, { env, token });
 
-/** Collects a stream's text as it arrives; `until` resolves when the text matches. */
-function collect(stream: ReadableStream<Uint8Array>) {
-  let text = "";
-  const watchers: { re: RegExp; resolve: (m: RegExpExecArray) => void }[] = [];
-  const done = (async () => {
-    const decoder = new TextDecoder();
-    for await (const chunk of stream as unknown as AsyncIterable<Uint8Array>) {
-      text += decoder.decode(chunk, { stream: true });
-      for (const w of [...watchers]) {
-        const m = w.re.exec(text);
-        if (m) {
-          watchers.splice(watchers.indexOf(w), 1);
-          w.resolve(m);
-        }
-      }
-    }
-  })();
-  return {
-    text: () => text,
-    done,
-    until: (re: RegExp) =>
-      new Promise<RegExpExecArray>((resolve, reject) => {
-        const m = re.exec(text);
-        if (m) return resolve(m);
-        watchers.push({ re, resolve });
-        done.then(() => reject(new Error(`stream ended without ${re}: ${text}`)));
-      }),
-  };
-}
-
-async function startDesk(data: string, extraArgs: string[] = [], env: Record<string, string> = { ASK_ONLY_DESK_ADMIN_TOKEN: TOKEN }, token = TOKEN): Promise<RunningDesk> {
-  const proc = Bun.spawn([BINARY, "desk", "--listen", "127.0.0.1:0", "--data", data, ...extraArgs], {
-    env: testEnv(env),
-    stdout: "pipe",
-    stderr: "pipe",
-  });
-  const out = collect(proc.stdout as ReadableStream<Uint8Array>);
-  const err = collect(proc.stderr as ReadableStream<Uint8Array>);
-  const m = await err.until(/desk listening on (https?:\/\/127\.0\.0\.1:\d+)/);
-  const url = m[1]!;
-  return {
-    url,
-    proc,
-    stdout: out.text,
-    stderr: err.text,
-    admin: (method, path, body) =>
-      fetch(`${url}${path}`, {
-        method,
-        headers: { authorization: `Bearer ${token}`, ...(body === undefined ? {} : { "content-type": "application/json" }) },
-        ...(body === undefined ? {} : { body: JSON.stringify(body) }),
-      }),
-    async stop() {
-      proc.kill("SIGTERM");
-      const code = await proc.exited;
-      await Promise.all([out.done, err.done]);
-      return code;
-    },
-  };
-}
-
-async function setUp(desk: RunningDesk, fxUrl: string, allow: string[]) {
+async function setUp(desk: DeskProcess, fxUrl: string, allow: string[]) {
   expect((await desk.admin("POST", "/admin/upstreams", { name: "fx", url: fxUrl })).status).toBe(201);
   for (const tool of allow) expect((await desk.admin("PUT", `/admin/tools/${tool}`, { price_mc: 2500, upstream_cost_mc: 1000 })).status).toBe(200);
   const org = (await (await desk.admin("POST", "/admin/orgs", { name: "e2e" })).json()) as { org_id: string };

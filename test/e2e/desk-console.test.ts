@@ -10,7 +10,7 @@ import { existsSync, mkdirSync, readFileSync } from "node:fs";
 import { join, resolve } from "node:path";
 import { type BrowserContext, chromium, type Page } from "playwright-core";
 import { startUpstreamFixture, type UpstreamFixture } from "../fixtures/upstream-server.ts";
-import { BINARY, testEnv } from "../helpers/binary.ts";
+import { type DeskProcess, startDeskProcess } from "../helpers/desk-process.ts";
 import { tempDir } from "../helpers/tmp.ts";
 
 const CHROMIUM = "/usr/bin/chromium";
@@ -22,35 +22,8 @@ const STEP_MS = 10_000;
 const CSP =
   "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; connect-src 'self'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'";
 
-type Desk = { url: string; proc: ReturnType<typeof Bun.spawn>; stderr: () => string };
-
-async function startDesk(data: string): Promise<Desk> {
-  const proc = Bun.spawn([BINARY, "desk", "--listen", "127.0.0.1:0", "--data", data], {
-    env: testEnv({ ASK_ONLY_DESK_ADMIN_TOKEN: TOKEN }),
-    stdout: "ignore",
-    stderr: "pipe",
-  });
-  let text = "";
-  const reader = (proc.stderr as ReadableStream<Uint8Array>).getReader();
-  const decoder = new TextDecoder();
-  while (!/desk listening on (http:\/\/127\.0\.0\.1:\d+)/.test(text)) {
-    const { value, done } = await reader.read();
-    if (done) throw new Error(`the desk stopped before listening: ${text}`);
-    text += decoder.decode(value, { stream: true });
-  }
-  const url = /desk listening on (http:\/\/127\.0\.0\.1:\d+)/.exec(text)![1]!;
-  void (async () => {
-    for (;;) {
-      const { value, done } = await reader.read();
-      if (done) break;
-      text += decoder.decode(value, { stream: true });
-    }
-  })();
-  return { url, proc, stderr: () => text };
-}
-
 let fx: UpstreamFixture;
-let desk: Desk;
+let desk: DeskProcess;
 let context: BrowserContext;
 let page: Page;
 let tmp: ReturnType<typeof tempDir>;
@@ -96,7 +69,7 @@ beforeAll(async () => {
   mkdirSync(SHOTS, { recursive: true });
   tmp = tempDir("ask-only-console-");
   fx = startUpstreamFixture({ requireHeader: CREDENTIAL });
-  desk = await startDesk(join(tmp.path, "desk-data"));
+  desk = await startDeskProcess(join(tmp.path, "desk-data"), [], { env: { ASK_ONLY_DESK_ADMIN_TOKEN: TOKEN }, token: TOKEN });
   context = await chromium.launchPersistentContext(join(tmp.path, "profile"), {
     executablePath: CHROMIUM,
     headless: true,
@@ -129,8 +102,7 @@ beforeAll(async () => {
 
 afterAll(async () => {
   await context?.close();
-  desk?.proc.kill("SIGTERM");
-  await desk?.proc.exited;
+  await desk?.stop();
   await fx?.stop();
   tmp?.[Symbol.dispose]();
 });

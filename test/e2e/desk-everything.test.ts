@@ -4,7 +4,8 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { writeFileSync } from "node:fs";
 import { join, resolve } from "node:path";
-import { BINARY, runBinary, testEnv } from "../helpers/binary.ts";
+import { runBinary, testEnv } from "../helpers/binary.ts";
+import { startDeskProcess } from "../helpers/desk-process.ts";
 import { tempDir } from "../helpers/tmp.ts";
 
 const TOKEN = "e2e-everything-admin-token-0123456789abcdefghij";
@@ -37,24 +38,6 @@ async function untilListening(port: number, proc: { exitCode: number | null }): 
   }
 }
 
-async function waitForLine(stream: ReadableStream<Uint8Array>, re: RegExp): Promise<RegExpExecArray> {
-  let text = "";
-  const decoder = new TextDecoder();
-  const reader = stream.getReader();
-  for (;;) {
-    const { value, done } = await reader.read();
-    if (done) throw new Error(`stream ended without ${re}: ${text}`);
-    text += decoder.decode(value, { stream: true });
-    const m = re.exec(text);
-    if (m) {
-      reader.releaseLock();
-      // Keep draining so the process never blocks on a full pipe.
-      stream.pipeTo(new WritableStream()).catch(() => {});
-      return m;
-    }
-  }
-}
-
 let everything: ReturnType<typeof Bun.spawn>;
 let everythingUrl: string;
 
@@ -77,19 +60,9 @@ afterAll(async () => {
 describe("desk in front of server-everything", () => {
   test("registered through the operator API; a paid everything__echo call verifies offline", async () => {
     await using tmp = tempDir();
-    const desk = Bun.spawn([BINARY, "desk", "--listen", "127.0.0.1:0", "--data", join(tmp.path, "d")], {
-      env: testEnv({ ASK_ONLY_DESK_ADMIN_TOKEN: TOKEN }),
-      stdout: "ignore",
-      stderr: "pipe",
-    });
+    const desk = await startDeskProcess(join(tmp.path, "d"), [], { env: { ASK_ONLY_DESK_ADMIN_TOKEN: TOKEN }, token: TOKEN });
+    const { url, admin } = desk;
     try {
-      const url = (await waitForLine(desk.stderr as ReadableStream<Uint8Array>, /desk listening on (http:\/\/[0-9.:]+)/))[1]!;
-      const admin = (method: string, path: string, body?: unknown) =>
-        fetch(`${url}${path}`, {
-          method,
-          headers: { authorization: `Bearer ${TOKEN}`, ...(body === undefined ? {} : { "content-type": "application/json" }) },
-          ...(body === undefined ? {} : { body: JSON.stringify(body) }),
-        });
       const reg = await admin("POST", "/admin/upstreams", { name: "everything", url: everythingUrl });
       expect(reg.status).toBe(201);
       const tools = ((await reg.json()) as { tools: string[] }).tools;
@@ -132,8 +105,7 @@ describe("desk in front of server-everything", () => {
       expect(verified.stdout).toMatch(/^ok {3}signature/m);
       expect(verified.stdout).not.toContain("FAILED");
     } finally {
-      desk.kill("SIGTERM");
-      expect(await desk.exited).toBe(0);
+      expect(await desk.stop()).toBe(0);
     }
   });
 });

@@ -8,57 +8,20 @@ import { writeFileSync } from "node:fs";
 import { join, resolve } from "node:path";
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
-import { BINARY, runBinary, testEnv } from "../helpers/binary.ts";
+import { runBinary, testEnv } from "../helpers/binary.ts";
+import { type DeskProcess, startDeskProcess } from "../helpers/desk-process.ts";
 import { tempDir } from "../helpers/tmp.ts";
 import { startUpstreamFixture, type UpstreamFixture } from "../fixtures/upstream-server.ts";
 
 const TOKEN = "e2e-mcp-admin-token-abcdefghijklmnopqrstuvwxyz0123";
 const INSPECTOR = resolve(import.meta.dir, "../../node_modules/@modelcontextprotocol/inspector/clients/launcher/build/index.js");
 
-type RunningDesk = { url: string; port: number; admin(method: string, path: string, body?: unknown): Promise<Response>; stop(): Promise<number> };
-
 /** Starts `ask-only desk` on 127.0.0.1:0 and waits for its listening line. */
-async function startDesk(data: string, extra: string[] = []): Promise<RunningDesk> {
-  const proc = Bun.spawn([BINARY, "desk", "--listen", "127.0.0.1:0", "--data", data, ...extra], {
-    env: testEnv({ ASK_ONLY_DESK_ADMIN_TOKEN: TOKEN }),
-    stdout: "ignore",
-    stderr: "pipe",
-  });
-  const reader = (proc.stderr as ReadableStream<Uint8Array>).getReader();
-  let said = "";
-  let m: RegExpExecArray | null = null;
-  while (m === null) {
-    const { done, value } = await reader.read();
-    if (done) throw new Error(`the desk did not start:\n${said}`);
-    said += new TextDecoder().decode(value);
-    m = /desk listening on (http:\/\/127\.0\.0\.1:(\d+))/.exec(said);
-  }
-  // Keep draining stderr so the desk never blocks on a full pipe.
-  const drained = (async () => {
-    while (!(await reader.read()).done) {}
-  })();
-  const url = m[1]!;
-  return {
-    url,
-    port: Number(m[2]),
-    admin: (method, path, body) =>
-      fetch(`${url}${path}`, {
-        method,
-        headers: { authorization: `Bearer ${TOKEN}`, ...(body === undefined ? {} : { "content-type": "application/json" }) },
-        ...(body === undefined ? {} : { body: JSON.stringify(body) }),
-      }),
-    async stop() {
-      proc.kill("SIGTERM");
-      const code = await proc.exited;
-      await drained;
-      return code;
-    },
-  };
-}
+const startDesk = (data: string, extra: string[] = []) => startDeskProcess(data, extra, { env: { ASK_ONLY_DESK_ADMIN_TOKEN: TOKEN }, token: TOKEN });
 
 let fx: UpstreamFixture;
 let tmp: ReturnType<typeof tempDir>;
-let desk: RunningDesk;
+let desk: DeskProcess;
 let secret: string;
 
 beforeAll(async () => {

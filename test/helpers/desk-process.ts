@@ -36,6 +36,7 @@ export function collectText(stream: ReadableStream<Uint8Array>) {
 
 export type DeskProcess = {
   url: string;
+  port: number;
   proc: ReturnType<typeof Bun.spawn>;
   stdout: () => string;
   stderr: () => string;
@@ -46,16 +47,25 @@ export type DeskProcess = {
   kill(): Promise<number>;
 };
 
+export type DeskProcessOptions = {
+  /** The desk's environment (default: DESK_TOKEN as ASK_ONLY_DESK_ADMIN_TOKEN). */
+  env?: Record<string, string>;
+  /** The token `admin()` sends (default DESK_TOKEN). */
+  token?: string;
+};
+
 /** Starts the binary on `data` and resolves once it listens (rejects if it exits first). */
-export async function startDeskProcess(data: string, extraArgs: string[] = []): Promise<DeskProcess> {
+export async function startDeskProcess(data: string, extraArgs: string[] = [], options: DeskProcessOptions = {}): Promise<DeskProcess> {
+  const token = options.token ?? DESK_TOKEN;
   const proc = Bun.spawn([BINARY, "desk", "--listen", "127.0.0.1:0", "--data", data, ...extraArgs], {
-    env: testEnv({ ASK_ONLY_DESK_ADMIN_TOKEN: DESK_TOKEN }),
+    env: testEnv(options.env ?? { ASK_ONLY_DESK_ADMIN_TOKEN: DESK_TOKEN }),
     stdout: "pipe",
     stderr: "pipe",
   });
   const out = collectText(proc.stdout as ReadableStream<Uint8Array>);
   const err = collectText(proc.stderr as ReadableStream<Uint8Array>);
-  const url = (await err.until(/desk listening on (https?:\/\/127\.0\.0\.1:\d+)/))[1]!;
+  const m = await err.until(/desk listening on (https?:\/\/127\.0\.0\.1:(\d+))/);
+  const url = m[1]!;
   const end = async (signal: "SIGTERM" | "SIGKILL") => {
     proc.kill(signal);
     const code = await proc.exited;
@@ -64,13 +74,14 @@ export async function startDeskProcess(data: string, extraArgs: string[] = []): 
   };
   return {
     url,
+    port: Number(m[2]),
     proc,
     stdout: out.text,
     stderr: err.text,
     admin: (method, path, body) =>
       fetch(`${url}${path}`, {
         method,
-        headers: { authorization: `Bearer ${DESK_TOKEN}`, ...(body === undefined ? {} : { "content-type": "application/json" }) },
+        headers: { authorization: `Bearer ${token}`, ...(body === undefined ? {} : { "content-type": "application/json" }) },
         ...(body === undefined ? {} : { body: JSON.stringify(body) }),
       }),
     stop: () => end("SIGTERM"),
