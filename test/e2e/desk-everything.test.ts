@@ -5,50 +5,26 @@ import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { writeFileSync } from "node:fs";
 import { join, resolve } from "node:path";
 import { runBinary, testEnv } from "../helpers/binary.ts";
-import { startDeskProcess } from "../helpers/desk-process.ts";
+import { collectText, startDeskProcess } from "../helpers/desk-process.ts";
 import { tempDir } from "../helpers/tmp.ts";
 
 const TOKEN = "e2e-everything-admin-token-0123456789abcdefghij";
 const EVERYTHING = resolve(import.meta.dir, "../../node_modules/@modelcontextprotocol/server-everything/dist/index.js");
-// server-everything listens on every interface; this preload pins its listen() to loopback.
+// server-everything listens on every interface, on $PORT: this preload pins its listen() to
+// loopback and reports the port the system chose (PORT=0), so the test waits for that line.
 const LOOPBACK_ONLY =
-  'data:text/javascript,import net from "node:net"; const listen = net.Server.prototype.listen; net.Server.prototype.listen = function (...a) { if (typeof a[0] === "number" || typeof a[0] === "string") a.splice(1, 0, "127.0.0.1"); return listen.apply(this, a); };';
-
-/** A port that was free a moment ago: bind port 0, read it, close. */
-function freePort(): number {
-  const probe = Bun.listen({ hostname: "127.0.0.1", port: 0, socket: { data() {} } });
-  const port = probe.port;
-  probe.stop(true);
-  return port;
-}
-
-/** Resolves once something accepts TCP connections on the port. */
-async function untilListening(port: number, proc: { exitCode: number | null }): Promise<void> {
-  for (;;) {
-    if (proc.exitCode !== null) throw new Error("the upstream exited before listening");
-    const connected = await Bun.connect({ hostname: "127.0.0.1", port, socket: { data() {} } }).then(
-      (s) => {
-        s.end();
-        return true;
-      },
-      () => false,
-    );
-    if (connected) return;
-    await Bun.sleep(25);
-  }
-}
+  'data:text/javascript,import net from "node:net"; const listen = net.Server.prototype.listen; net.Server.prototype.listen = function (...a) { if (typeof a[0] === "number" || typeof a[0] === "string") a.splice(1, 0, "127.0.0.1"); this.once("listening", () => process.stderr.write("bound port " + this.address().port + "\\n")); return listen.apply(this, a); };';
 
 let everything: ReturnType<typeof Bun.spawn>;
 let everythingUrl: string;
 
 beforeAll(async () => {
-  const port = freePort();
   everything = Bun.spawn(["node", "--import", LOOPBACK_ONLY, EVERYTHING, "streamableHttp"], {
-    env: testEnv({ PORT: String(port) }),
+    env: testEnv({ PORT: "0" }),
     stdout: "ignore",
-    stderr: "ignore",
+    stderr: "pipe",
   });
-  await untilListening(port, everything);
+  const port = (await collectText(everything.stderr as ReadableStream<Uint8Array>).until(/bound port (\d+)\n/))[1]!;
   everythingUrl = `http://127.0.0.1:${port}/mcp`;
 });
 
