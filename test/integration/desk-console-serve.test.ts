@@ -3,6 +3,8 @@
 // but GET and HEAD of known names is served. The compiled binary's copy is covered by
 // test/e2e/desk-console.test.ts.
 import { describe, expect, test } from "bun:test";
+import { readdirSync, readFileSync } from "node:fs";
+import { join } from "node:path";
 import { CONSOLE_HEADERS, consoleRoutes } from "../../src/commands/desk/console.ts";
 
 const routes = consoleRoutes();
@@ -41,5 +43,15 @@ describe("console routes", () => {
     const head = await page("HEAD");
     expect(head.status).toBe(200);
     expect(await head.text()).toBe("");
+  });
+
+  test("the console's code has no HTML sink and keeps the token out of cookies and localStorage", () => {
+    // Values from upstreams and agents reach the page; any API that parses a string as HTML
+    // (or script) would let one of them run. The token belongs in sessionStorage only.
+    const dir = join(import.meta.dir, "../../src/commands/desk/console");
+    const files = readdirSync(dir).filter((f) => f.endsWith(".ts") || f.endsWith(".html"));
+    expect(files.length).toBeGreaterThan(5);
+    const sinks = /\.(innerHTML|outerHTML|insertAdjacentHTML)\b|document\.write|\beval\(|new Function\(|setAttribute\(\s*["']on|\blocalStorage\.|document\.cookie|createContextualFragment|DOMParser/;
+    for (const f of files) expect(`${f}: ${sinks.exec(readFileSync(join(dir, f), "utf8"))?.[0] ?? "none"}`).toBe(`${f}: none`);
   });
 });
