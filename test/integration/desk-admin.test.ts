@@ -195,6 +195,11 @@ describe("operator API", () => {
       new Request("http://desk.test/v1/tools/%E0%A4%A", { method: "POST", headers: { authorization: `Bearer ${k.secret}`, "content-type": "application/json" }, body: "{}" }),
     );
     expect([badEscape.status, await badEscape.json(), badEscape.headers.get("x-clearing-price-mc")]).toEqual([404, { error: "NOT_FOUND" }, "0"]);
+    // No tool name at all is an unknown tool, headers included.
+    const noName = await t.handler(
+      new Request("http://desk.test/v1/tools/", { method: "POST", headers: { authorization: `Bearer ${k.secret}`, "content-type": "application/json" }, body: "{}" }),
+    );
+    expect([noName.status, await noName.json(), noName.headers.get("x-clearing-outcome")]).toEqual([404, { error: "TOOL_UNKNOWN" }, "refused_tool_unknown"]);
     expect(await (await t.admin("GET", "/admin/keys/%E0%A4%A")).json()).toEqual({ error: "NOT_FOUND" });
     expect(t.ledger.getKey(k.keyId)!.spent_mc).toBe(0);
   });

@@ -59,7 +59,8 @@ export function createHandler(desk: Desk, options: HandlerOptions): Handler {
         if (req.method !== "POST") throw new HttpFailure("NOT_FOUND");
         return sandboxKey(desk, req, server, options.trustProxy === true);
       }
-      if (path.startsWith("/v1/tools/") && path.length > "/v1/tools/".length) {
+      // Every /v1/tools/… answer carries the clearing headers, an empty tool name too.
+      if (path.startsWith("/v1/tools/")) {
         if (req.method !== "POST") throw new HttpFailure("NOT_FOUND");
         return await toolCall(desk, req, pathSegment(path.slice("/v1/tools/".length)), options);
       }
