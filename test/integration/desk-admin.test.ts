@@ -6,7 +6,7 @@ import { readdirSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import { type Jwks, verifyResponse } from "../../src/core/receipt/index.ts";
 import { startUpstreamFixture, type UpstreamFixture } from "../fixtures/upstream-server.ts";
-import { ADMIN_TOKEN, makeDesk, manualClock, type TestDesk } from "./desk-harness.ts";
+import { ADMIN_TOKEN, makeDeskOnFixture, manualClock, type TestDesk } from "./desk-harness.ts";
 
 const clock = manualClock("2026-11-30T12:00:00.000Z");
 let fx: UpstreamFixture;
@@ -14,9 +14,7 @@ let t: TestDesk;
 
 beforeAll(async () => {
   fx = startUpstreamFixture();
-  t = await makeDesk({ now: clock.now });
-  expect((await t.admin("POST", "/admin/upstreams", { name: "fx", url: fx.url })).status).toBe(201);
-  expect((await t.admin("PUT", "/admin/tools/fx__echo", { price_mc: 1000, upstream_cost_mc: 100 })).status).toBe(200);
+  t = await makeDeskOnFixture(fx.url, { tools: ["fx__echo"], priceMc: 1000, upstreamCostMc: 100 }, { now: clock.now });
 });
 
 afterAll(async () => {

@@ -4,7 +4,7 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { type Jwks, verifyChain, verifyResponse } from "../../src/core/receipt/index.ts";
 import { startUpstreamFixture, type UpstreamFixture } from "../fixtures/upstream-server.ts";
-import { makeDesk, manualClock, type TestDesk } from "./desk-harness.ts";
+import { makeDeskOnFixture, manualClock, type TestDesk } from "./desk-harness.ts";
 
 const clock = manualClock("2026-11-30T10:00:00.000Z");
 let fx: UpstreamFixture;
@@ -15,12 +15,7 @@ const ALLOW = ["fx__echo", "fx__fail_5xx", "fx__fail_transport", "fx__hang", "fx
 
 beforeAll(async () => {
   fx = startUpstreamFixture();
-  t = await makeDesk({ now: clock.now, upstreamTimeoutMs: 400 });
-  const reg = await t.admin("POST", "/admin/upstreams", { name: "fx", url: fx.url });
-  expect(reg.status).toBe(201);
-  for (const tool of [...ALLOW, "fx__add"]) {
-    expect((await t.admin("PUT", `/admin/tools/${tool}`, { price_mc: 1000, upstream_cost_mc: 400 })).status).toBe(200);
-  }
+  t = await makeDeskOnFixture(fx.url, { tools: [...ALLOW, "fx__add"], priceMc: 1000, upstreamCostMc: 400 }, { now: clock.now, upstreamTimeoutMs: 400 });
   jwks = (await (await t.handler(new Request("http://desk.test/.well-known/receipt-signing-key.json"))).json()) as Jwks;
 });
 

@@ -1,5 +1,6 @@
 // A desk built in-process for the integration tests: a real ledger (production migrations, in a
 // temp dir), a real signer and sealing key, and the same fetch handler the binary serves.
+import { expect } from "bun:test";
 import { join } from "node:path";
 import { Desk } from "../../src/commands/desk/desk.ts";
 import { createHandler, type Handler } from "../../src/commands/desk/http.ts";
@@ -93,4 +94,21 @@ export async function makeDesk(options: { now?: () => number; upstreamTimeoutMs?
       tmp[Symbol.dispose]();
     },
   };
+}
+
+/**
+ * makeDesk with the fixture upstream at `fxUrl` registered as `fx` and each of `prices.tools`
+ * priced (the set-up most desk tests share).
+ */
+export async function makeDeskOnFixture(
+  fxUrl: string,
+  prices: { tools: readonly string[]; priceMc: number; upstreamCostMc: number },
+  options: { now?: () => number; upstreamTimeoutMs?: number } = {},
+): Promise<TestDesk> {
+  const t = await makeDesk(options);
+  expect((await t.admin("POST", "/admin/upstreams", { name: "fx", url: fxUrl })).status).toBe(201);
+  for (const tool of prices.tools) {
+    expect((await t.admin("PUT", `/admin/tools/${tool}`, { price_mc: prices.priceMc, upstream_cost_mc: prices.upstreamCostMc })).status).toBe(200);
+  }
+  return t;
 }

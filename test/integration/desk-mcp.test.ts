@@ -6,7 +6,7 @@ import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { hostAllowed, priceSentence } from "../../src/commands/desk/mcp.ts";
 import { type Jwks, MCP_RECEIPT_META_KEY, verifyResponse } from "../../src/core/receipt/index.ts";
 import { startUpstreamFixture, type UpstreamFixture } from "../fixtures/upstream-server.ts";
-import { makeDesk, manualClock, type TestDesk } from "./desk-harness.ts";
+import { makeDeskOnFixture, manualClock, type TestDesk } from "./desk-harness.ts";
 import { mcpClient, rawMcp, type ServedDesk, serveDesk } from "./desk-mcp-harness.ts";
 
 const clock = manualClock("2026-11-30T10:00:00.000Z");
@@ -19,11 +19,7 @@ const ALLOW = ["fx__echo", "fx__fail_5xx", "fx__fail_transport", "fx__hang", "fx
 
 beforeAll(async () => {
   fx = startUpstreamFixture();
-  t = await makeDesk({ now: clock.now, upstreamTimeoutMs: 400 });
-  expect((await t.admin("POST", "/admin/upstreams", { name: "fx", url: fx.url })).status).toBe(201);
-  for (const tool of [...ALLOW, "fx__add"]) {
-    expect((await t.admin("PUT", `/admin/tools/${tool}`, { price_mc: 1500, upstream_cost_mc: 400 })).status).toBe(200);
-  }
+  t = await makeDeskOnFixture(fx.url, { tools: [...ALLOW, "fx__add"], priceMc: 1500, upstreamCostMc: 400 }, { now: clock.now, upstreamTimeoutMs: 400 });
   served = serveDesk(t);
   jwks = (await (await fetch(`${served.url}/.well-known/receipt-signing-key.json`)).json()) as Jwks;
 });

@@ -4,7 +4,7 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { generateSigningKey, type Jwks, jwksOf, verifyResponse } from "../../src/core/receipt/index.ts";
 import { startUpstreamFixture, type UpstreamFixture } from "../fixtures/upstream-server.ts";
-import { makeDesk, type TestDesk } from "./desk-harness.ts";
+import { makeDeskOnFixture, type TestDesk } from "./desk-harness.ts";
 
 let fx: UpstreamFixture;
 let t: TestDesk;
@@ -15,9 +15,7 @@ const ARGS = { text: "pay for this answer" };
 
 beforeAll(async () => {
   fx = startUpstreamFixture();
-  t = await makeDesk();
-  expect((await t.admin("POST", "/admin/upstreams", { name: "fx", url: fx.url })).status).toBe(201);
-  expect((await t.admin("PUT", "/admin/tools/fx__echo", { price_mc: 1234, upstream_cost_mc: 0 })).status).toBe(200);
+  t = await makeDeskOnFixture(fx.url, { tools: ["fx__echo"], priceMc: 1234, upstreamCostMc: 0 });
   const k = await t.makeKey({ budget_mc: 10_000, reset: "none", allow: ["fx__echo"] });
   body = (await (await t.call(k.secret, "fx__echo", ARGS)).json()) as Body;
   jwks = (await (await t.handler(new Request("http://desk.test/.well-known/receipt-signing-key.json"))).json()) as Jwks;

@@ -7,7 +7,7 @@ import { createHandler, type Handler } from "../../src/commands/desk/http.ts";
 import { sha256 } from "../../src/core/desk/secrets.ts";
 import { sandboxGrants } from "../../src/core/ledger/desk-sandbox.ts";
 import { startUpstreamFixture, type UpstreamFixture } from "../fixtures/upstream-server.ts";
-import { ADMIN_TOKEN, makeDesk, manualClock, type TestDesk } from "./desk-harness.ts";
+import { ADMIN_TOKEN, makeDeskOnFixture, manualClock, type TestDesk } from "./desk-harness.ts";
 import { rawMcp, serveDesk } from "./desk-mcp-harness.ts";
 
 const clock = manualClock("2026-11-30T10:00:00.000Z");
@@ -16,9 +16,7 @@ let t: TestDesk;
 
 beforeAll(async () => {
   fx = startUpstreamFixture();
-  t = await makeDesk({ now: clock.now });
-  expect((await t.admin("POST", "/admin/upstreams", { name: "fx", url: fx.url })).status).toBe(201);
-  for (const tool of ["fx__echo", "fx__add"]) expect((await t.admin("PUT", `/admin/tools/${tool}`, { price_mc: 700, upstream_cost_mc: 100 })).status).toBe(200);
+  t = await makeDeskOnFixture(fx.url, { tools: ["fx__echo", "fx__add"], priceMc: 700, upstreamCostMc: 100 }, { now: clock.now });
 });
 
 afterAll(async () => {

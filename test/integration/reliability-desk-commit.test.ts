@@ -5,16 +5,14 @@
 import { Database } from "bun:sqlite";
 import { afterAll, beforeAll, expect, test } from "bun:test";
 import { startUpstreamFixture, type UpstreamFixture } from "../fixtures/upstream-server.ts";
-import { makeDesk, type TestDesk } from "./desk-harness.ts";
+import { makeDeskOnFixture, type TestDesk } from "./desk-harness.ts";
 
 let fx: UpstreamFixture;
 let t: TestDesk;
 
 beforeAll(async () => {
   fx = startUpstreamFixture();
-  t = await makeDesk({ upstreamTimeoutMs: 5_000 });
-  expect((await t.admin("POST", "/admin/upstreams", { name: "fx", url: fx.url })).status).toBe(201);
-  for (const tool of ["fx__echo", "fx__fail_5xx"]) expect((await t.admin("PUT", `/admin/tools/${tool}`, { price_mc: 1_000, upstream_cost_mc: 0 })).status).toBe(200);
+  t = await makeDeskOnFixture(fx.url, { tools: ["fx__echo", "fx__fail_5xx"], priceMc: 1_000, upstreamCostMc: 0 }, { upstreamTimeoutMs: 5_000 });
 });
 
 afterAll(async () => {
