@@ -6,7 +6,7 @@ import { chmodSync, readdirSync, readFileSync, statSync, writeFileSync } from "n
 import { join } from "node:path";
 import { generateSigningKey, jwksOf } from "../../src/core/receipt/index.ts";
 import { runBinary } from "../helpers/binary.ts";
-import { type DeskProcess, startDeskProcess } from "../helpers/desk-process.ts";
+import { callTool, type DeskProcess, startDeskProcess } from "../helpers/desk-process.ts";
 import { tempDir } from "../helpers/tmp.ts";
 import { startUpstreamFixture, type UpstreamFixture } from "../fixtures/upstream-server.ts";
 
@@ -131,6 +131,37 @@ describe("ask-only desk (binary)", () => {
     } finally {
       expect(await desk.stop()).toBe(0);
     }
+  });
+
+  test("a signing-key rotation outlives a restart: the old key never signs again, and receipts of both keys verify", async () => {
+    await using tmp = tempDir();
+    const data = join(tmp.path, "d");
+    const desk = await startDesk(data);
+    const k = await setUp(desk, fx.url, ["fx__echo"]);
+    const pay = async (url: string) => (await callTool(url, k.secret, "fx__echo", { text: "hi" })).json() as Promise<{ receipt: { kid: string } }>;
+    const before = await pay(desk.url);
+    const rot = (await (await desk.admin("POST", "/admin/signing-key/rotate")).json()) as { kid: string; retired_kid: string };
+    expect(rot.retired_kid).toBe(before.receipt.kid);
+    expect(await desk.stop()).toBe(0);
+    // A rotation is made because the old key may be out: a restart must not bring it back.
+    expect((statSync(join(data, "receipt-signing.key")).mode & 0o777).toString(8)).toBe("600");
+    const again = await startDesk(data);
+    try {
+      const after = await pay(again.url);
+      expect(after.receipt.kid).toBe(rot.kid);
+      const jwks = (await (await fetch(`${again.url}/.well-known/receipt-signing-key.json`)).json()) as { keys: { kid: string }[] };
+      expect(jwks.keys.map((x) => x.kid)).toEqual([rot.kid, before.receipt.kid]);
+      const file = (name: string, value: unknown) => {
+        const path = join(tmp.path, name);
+        writeFileSync(path, JSON.stringify(value));
+        return path;
+      };
+      const keys = file("jwks.json", jwks);
+      for (const saved of [before, after]) expect((await runBinary(["verify-receipt", file("r.json", saved), "--keys", keys])).code).toBe(0);
+    } finally {
+      expect(await again.stop()).toBe(0);
+    }
+    expect(again.stdout()).toContain(`receipt signing key: kid ${rot.kid}\n`);
   });
 
   test("kill -9 during an upstream call: the restart refunds it as refunded_abandoned and desk check passes", async () => {
