@@ -14,7 +14,7 @@ const parentOf = new Map<number, number>();
 for (const n of profile.nodes) for (const c of n.children ?? []) parentOf.set(c, n.id);
 
 const STAGES: [string, (f: CallFrame) => boolean][] = [
-  ["receipt signing (canonical JSON, checks, Ed25519, envelope)", (f) => f.functionName === "make" && f.url.endsWith("commands/desk/desk.ts")],
+  ["receipt signing (canonical JSON, checks, Ed25519, envelope)", (f) => f.url.endsWith("core/desk/receipt-maker.ts")],
   ["upstream MCP client (SDK, zod, fetch)", (f) => /@modelcontextprotocol|\/zod\/|commands\/desk\/upstream\.ts/.test(f.url)],
   ["key lookup (sha256 + SELECT by lookup)", (f) => f.functionName === "validKey"],
   ["ledger writes (group commit: statements, savepoints, COMMIT)", (f) => f.functionName === "flush" && f.url.endsWith("core/ledger/desk.ts")],
