@@ -2,7 +2,7 @@
 // one is counted as it streams. Both framings keep the 1 MiB bound (an agent cannot make the desk
 // buffer more) and both parse the same JSON.
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
-import { MAX_BODY_BYTES } from "../../src/commands/desk/http.ts";
+import { MAX_BODY_BYTES } from "../../src/commands/desk/request.ts";
 import { makeDesk, type TestDesk } from "./desk-harness.ts";
 
 let t: TestDesk;

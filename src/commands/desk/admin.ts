@@ -5,8 +5,7 @@ import { periodOf, RESETS, type Reset } from "../../core/desk/period.ts";
 import { newId, newKeySecret } from "../../core/desk/secrets.ts";
 import { DeskLedgerError, type KeyRow, spentIn } from "../../core/ledger/desk.ts";
 import { type Desk, DeskError } from "./desk.ts";
-import { type Body, fail, intIn, objectBody as body, onlyFields, optional, required } from "./fields.ts";
-import { pathSegment } from "./http.ts";
+import { type Body, fail, intIn, objectBody as body, onlyFields, optional, pathSegment, required } from "./request.ts";
 import { sandboxAdmin } from "./sandbox.ts";
 
 export const UPSTREAM_NAME = /^[a-z][a-z0-9-]{0,31}$/;

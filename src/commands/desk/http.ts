@@ -1,6 +1,5 @@
 // The desk's HTTP surface as one `fetch(Request) → Response` function: the agents' REST API,
 // the public JWKS and the operator API. Tests call it in-process; the binary serves it.
-import { readAtMost } from "../../core/body.ts";
 import { periodOf } from "../../core/desk/period.ts";
 import { bearerOf, constantTimeEqual, sha256 } from "../../core/desk/secrets.ts";
 import { ERRORS, type ErrorCode, errorResponse } from "../../core/errors.ts";
@@ -10,10 +9,9 @@ import { adminRoutes } from "./admin.ts";
 import { allowedTools, type ClearingOutcome, clear, validKey } from "./clearing.ts";
 import type { Desk } from "./desk.ts";
 import { MCP_PATH, mcpEndpoint } from "./mcp.ts";
+import { HttpFailure, MAX_BODY_BYTES, pathSegment, readJson } from "./request.ts";
 import { type PeerSource, sandboxKey } from "./sandbox.ts";
 
-/** Largest request body accepted (tool arguments and operator requests). */
-export const MAX_BODY_BYTES = 1024 * 1024;
 
 export type HandlerOptions = {
   /** SHA-256 of the operator's admin token. */
@@ -33,12 +31,6 @@ export type ServerInfo = PeerSource & { readonly port?: number | undefined };
 
 export type Handler = (req: Request, server?: ServerInfo) => Promise<Response>;
 
-/** A failure to answer with `{"error":CODE}` from anywhere below the handler. */
-export class HttpFailure extends Error {
-  constructor(readonly code: ErrorCode) {
-    super(code);
-  }
-}
 
 export function createHandler(desk: Desk, options: HandlerOptions): Handler {
   const admin = adminRoutes(desk);
@@ -91,44 +83,9 @@ export function createHandler(desk: Desk, options: HandlerOptions): Handler {
 
 const httpStatusOf = (code: ErrorCode) => ERRORS[code].http;
 
-/** A path segment decoded; a malformed escape is thrown as NOT_FOUND (never a 500). */
-export function pathSegment(raw: string): string {
-  try {
-    return decodeURIComponent(raw);
-  } catch {
-    throw new HttpFailure("NOT_FOUND");
-  }
-}
 
 const bearer = (req: Request) => bearerOf(req.headers.get("authorization"));
 
-/** Reads a JSON body: application/json only, at most MAX_BODY_BYTES, and a JSON value. */
-export async function readJson(req: Request): Promise<unknown> {
-  const type = req.headers.get("content-type") ?? "";
-  if (!/^application\/json\s*(;|$)/i.test(type)) throw new HttpFailure("CONTENT_TYPE_INVALID");
-  const length = req.headers.get("content-length");
-  const declared = Number(length ?? "0");
-  if (declared > MAX_BODY_BYTES) throw new HttpFailure("BODY_TOO_LARGE");
-  // A declared length within the limit frames the body (no chunked coding): read it in one go,
-  // which costs a fraction of iterating the stream. The size is still checked on what arrived.
-  if (length !== null && req.headers.get("transfer-encoding") === null) {
-    const bytes = await req.arrayBuffer();
-    if (bytes.byteLength > MAX_BODY_BYTES) throw new HttpFailure("BODY_TOO_LARGE");
-    return parseJson(Buffer.from(bytes).toString("utf8"));
-  }
-  // Counted as it streams: a body without a length cannot exhaust memory either.
-  const bytes = await readAtMost(req.body, MAX_BODY_BYTES);
-  if (bytes === undefined) throw new HttpFailure("BODY_TOO_LARGE");
-  return parseJson(Buffer.from(bytes).toString("utf8"));
-}
-
-function parseJson(text: string): unknown {
-  try {
-    return JSON.parse(text);
-  } catch {
-    throw new HttpFailure("BODY_INVALID");
-  }
-}
 
 function clearingHeaders(o: ClearingOutcome): Record<string, string> {
   const headers: Record<string, string> = {

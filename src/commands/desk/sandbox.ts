@@ -6,7 +6,7 @@ import { periodOf } from "../../core/desk/period.ts";
 import { newId, newKeySecret } from "../../core/desk/secrets.ts";
 import { clearSandbox, getSandbox, grantSandboxKey, type SandboxSettings, setSandbox } from "../../core/ledger/desk-sandbox.ts";
 import type { Desk } from "./desk.ts";
-import { fail, intIn, objectBody, onlyFields, optional, required } from "./fields.ts";
+import { fail, intIn, objectBody, onlyFields, optional, required } from "./request.ts";
 
 export const SANDBOX_KEYS_PER_DAY = 5;
 export const SANDBOX_DEFAULT_BUDGET_MC = 2_000;
