@@ -8,7 +8,7 @@ import { type Desk, DeskError } from "./desk.ts";
 import { type Body, fail, intIn, objectBody as body, onlyFields, optional, pathSegment, required } from "./request.ts";
 import { sandboxAdmin } from "./sandbox.ts";
 
-export const UPSTREAM_NAME = /^[a-z][a-z0-9-]{0,31}$/;
+const UPSTREAM_NAME = /^[a-z][a-z0-9-]{0,31}$/;
 /** The largest budget or price: stays an exact integer through JSON and SQLite. */
 const MAX_MC = Number.MAX_SAFE_INTEGER;
 const HEADER_NAME = /^[!#$%&'*+.^_`|~0-9A-Za-z-]{1,64}$/;

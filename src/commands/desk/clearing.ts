@@ -12,7 +12,7 @@ import type { Desk, ToolEntry } from "./desk.ts";
 import type { CallOutcome } from "./upstream.ts";
 
 /** Failed calls (any outcome but charged) a key may make in one UTC hour before it gets 429. */
-export const FAILURES_PER_HOUR = 20;
+const FAILURES_PER_HOUR = 20;
 
 export type ClearingOutcome = {
   status: number;

@@ -20,7 +20,7 @@ export const CONSOLE_HEADERS: Readonly<Record<string, string>> = {
 };
 
 /** Where the console's bundled JS and CSS are served. */
-export const CONSOLE_ASSETS = "/console/assets/";
+const CONSOLE_ASSETS = "/console/assets/";
 
 type Asset = { body: Blob; type: string };
 type ConsoleBundle = { html: string; assets: Map<string, Asset> };

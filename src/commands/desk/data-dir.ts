@@ -6,9 +6,9 @@ import { join, resolve } from "node:path";
 import { failure } from "../../cli/voice.ts";
 import { DataDirLock, LOCK_FILE } from "../../core/ledger/desk-lock.ts";
 
-export const DB_FILE = "desk.db";
-export const SIGNING_KEY_FILE = "receipt-signing.key";
-export const SEALING_KEY_FILE = "sealing.key";
+const DB_FILE = "desk.db";
+const SIGNING_KEY_FILE = "receipt-signing.key";
+const SEALING_KEY_FILE = "sealing.key";
 
 export type DataDir = { path: string; db: string; signingKey: string; sealingKey: string; lock: string };
 
@@ -48,7 +48,7 @@ export function lockDataDir(d: DataDir): DataDirLock {
 }
 
 /** Writes a new secret file: O_EXCL (never overwrites), mode 0600. */
-export function createSecretFile(path: string, contents: string | Uint8Array): void {
+function createSecretFile(path: string, contents: string | Uint8Array): void {
   const fd = openSync(path, "wx", 0o600);
   try {
     writeSync(fd, typeof contents === "string" ? Buffer.from(contents) : contents);
@@ -65,7 +65,7 @@ export function replaceSecretFile(path: string, contents: string): void {
 }
 
 /** Refuses a secret file that others could read: it would leak keys to every local user. */
-export function checkPrivate(path: string): void {
+function checkPrivate(path: string): void {
   const mode = statSync(path).mode & 0o777;
   if ((mode & 0o077) !== 0) {
     throw failure(`${path} is readable by others (mode ${mode.toString(8).padStart(4, "0")})`, `run: chmod 600 ${path}`);

@@ -12,8 +12,8 @@ import { dataDirPaths, lockDataDir, prepareDataDir, privateSideFiles, readSecret
 import { ABANDON_MARGIN_MS, DEFAULT_UPSTREAM_TIMEOUT_MS, Desk, SealedHeadersError } from "./desk.ts";
 import { createHandler } from "./http.ts";
 
-export const ADMIN_TOKEN_ENV = "ASK_ONLY_DESK_ADMIN_TOKEN";
-export const MIN_ADMIN_TOKEN_CHARS = 32;
+const ADMIN_TOKEN_ENV = "ASK_ONLY_DESK_ADMIN_TOKEN";
+const MIN_ADMIN_TOKEN_CHARS = 32;
 const ADMIN_TOKEN_META = "admin_token_sha256";
 /** How often the WAL is checkpointed, off the request path. */
 const CHECKPOINT_EVERY_MS = 200;
@@ -32,14 +32,14 @@ export type DeskFlags = {
 
 export type DeskRun = { flags: DeskFlags; env: Record<string, string | undefined>; streams: Streams };
 
-export function parseListen(text: string): { hostname: string; port: number } {
+function parseListen(text: string): { hostname: string; port: number } {
   const m = /^(?:\[([0-9a-fA-F:.]+)\]|([^:[\]]+)):(\d{1,5})$/.exec(text);
   const port = m ? Number(m[3]) : Number.NaN;
   if (!m || port > 65535) throw usageError(`--listen ${text} is not HOST:PORT`, "e.g. --listen 127.0.0.1:8787");
   return { hostname: m[1] ?? m[2]!, port };
 }
 
-export function parseTimeout(text: string | undefined): number {
+function parseTimeout(text: string | undefined): number {
   if (text === undefined) return DEFAULT_UPSTREAM_TIMEOUT_MS;
   const secs = Number(text);
   if (!/^\d+(\.\d+)?$/.test(text) || secs <= 0 || secs > 600) {
@@ -49,7 +49,7 @@ export function parseTimeout(text: string | undefined): number {
 }
 
 /** --allowed-host values: NAME or NAME:PORT, checked here so a typo stops the desk at start. */
-export function parseAllowedHosts(values: string[] | undefined): string[] {
+function parseAllowedHosts(values: string[] | undefined): string[] {
   return (values ?? []).map((v) => {
     if (!/^(\[[0-9a-fA-F:.]+\]|[A-Za-z0-9.-]+)(:\d{1,5})?$/.test(v)) {
       throw usageError(`--allowed-host ${v} is not NAME or NAME:PORT`, "e.g. --allowed-host desk.example.com");

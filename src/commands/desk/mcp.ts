@@ -12,7 +12,7 @@ import { allowedTools, type ClearingOutcome, clear, validKey } from "./clearing.
 import type { Desk } from "./desk.ts";
 
 export const MCP_PATH = "/mcp";
-export const WWW_AUTHENTICATE_REALM = 'Bearer realm="ask-only desk"';
+const WWW_AUTHENTICATE_REALM = 'Bearer realm="ask-only desk"';
 const SERVER_INFO = { name: "ask-only-desk", version: "1" };
 /**
  * tools/call registered with a loose schema: the SDK's Server then checks the strict one itself

@@ -8,17 +8,17 @@ import { clearSandbox, getSandbox, grantSandboxKey, type SandboxSettings, setSan
 import type { Desk } from "./desk.ts";
 import { fail, intIn, objectBody, onlyFields, optional, required } from "./request.ts";
 
-export const SANDBOX_KEYS_PER_DAY = 5;
-export const SANDBOX_DEFAULT_BUDGET_MC = 2_000;
-export const SANDBOX_DEFAULT_TTL_S = 3_600;
+const SANDBOX_KEYS_PER_DAY = 5;
+const SANDBOX_DEFAULT_BUDGET_MC = 2_000;
+const SANDBOX_DEFAULT_TTL_S = 3_600;
 /** A public key gets at most one dollar: a typo in the operator's budget cannot give away more. */
-export const SANDBOX_MAX_BUDGET_MC = 100_000;
-export const SANDBOX_MAX_TTL_S = 86_400;
-export const SANDBOX_MIN_TTL_S = 60;
-export const SANDBOX_MAX_TOOLS = 2;
+const SANDBOX_MAX_BUDGET_MC = 100_000;
+const SANDBOX_MAX_TTL_S = 86_400;
+const SANDBOX_MIN_TTL_S = 60;
+const SANDBOX_MAX_TOOLS = 2;
 /** Keys per UTC day across all networks, unless the operator says otherwise. */
-export const SANDBOX_DEFAULT_KEYS_PER_DAY = 200;
-export const SANDBOX_MAX_KEYS_PER_DAY = 100_000;
+const SANDBOX_DEFAULT_KEYS_PER_DAY = 200;
+const SANDBOX_MAX_KEYS_PER_DAY = 100_000;
 
 /** What Bun.serve passes as the second argument of `fetch`: only the peer address is read. */
 export type PeerSource = { requestIP(req: Request): { address: string } | null };
@@ -65,7 +65,7 @@ export async function sandboxAdmin(desk: Desk, req: Request): Promise<Response> 
  * entry instead: the one the trusted proxy appended (entries to its left are whatever the client
  * sent, so trusting the leftmost would let a client pick its own network).
  */
-export function callerAddress(req: Request, peer: PeerSource | undefined, trustProxy: boolean): string | null {
+function callerAddress(req: Request, peer: PeerSource | undefined, trustProxy: boolean): string | null {
   if (trustProxy) {
     const forwarded = req.headers.get("x-forwarded-for");
     if (forwarded === null) return null;

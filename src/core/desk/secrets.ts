@@ -2,13 +2,13 @@
 // every comparison of secret material goes through `constantTimeEqual`.
 import { createHash, randomBytes, timingSafeEqual } from "node:crypto";
 
-export const KEY_SECRET_PREFIX = "cd_live_";
+const KEY_SECRET_PREFIX = "cd_live_";
 /** Characters of the random part used to find the key row; the rest stays secret. */
 const LOOKUP_CHARS = 12;
 const SECRET_SHAPE = /^cd_live_[A-Za-z0-9_-]{43}$/;
 
 export type RandomSource = (bytes: number) => Uint8Array;
-export const systemRandom: RandomSource = (n) => new Uint8Array(randomBytes(n));
+const systemRandom: RandomSource = (n) => new Uint8Array(randomBytes(n));
 
 export function sha256(data: string | Uint8Array): Uint8Array {
   return new Uint8Array(createHash("sha256").update(data).digest());

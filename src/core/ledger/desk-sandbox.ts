@@ -8,7 +8,7 @@ export type SandboxSettings = { tools: string[]; budgetMc: number; ttlS: number;
 type SandboxRow = { tools: string; budget_mc: number; ttl_s: number; keys_per_day: number; updated_at: number };
 
 /** The sandbox_grants row that counts every network's keys of a day together. */
-export const ALL_NETWORKS = "*";
+const ALL_NETWORKS = "*";
 
 export function getSandbox(ledger: DeskLedger): SandboxSettings | null {
   const row = ledger.db.query("SELECT tools, budget_mc, ttl_s, keys_per_day, updated_at FROM sandbox WHERE id = 1").get() as SandboxRow | null;

@@ -17,7 +17,6 @@ export {
 export {
   canonicalReceipt,
   type Envelope,
-  isReceipt,
   OUTCOMES,
   type Outcome,
   RECEIPT_FIELDS,

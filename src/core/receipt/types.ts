@@ -134,8 +134,6 @@ export function receiptProblem(value: unknown): string | null {
   return null;
 }
 
-export const isReceipt = (value: unknown): value is Receipt => receiptProblem(value) === null;
-
 // The receipt's keys in RFC 8785 order (UTF-16 code units), each with its `"key":` prefix.
 const SORTED_PREFIXES = [...RECEIPT_FIELDS].sort().map((field, i) => [field, `${i === 0 ? "{" : ","}${JSON.stringify(field)}:`] as const);
 

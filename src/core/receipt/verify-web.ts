@@ -31,7 +31,7 @@ export function decodeBase64urlWeb(text: string): Uint8Array<ArrayBuffer> | null
   return encodeBase64urlWeb(bytes) === text ? bytes : null;
 }
 
-export function encodeBase64urlWeb(bytes: Uint8Array): string {
+function encodeBase64urlWeb(bytes: Uint8Array): string {
   let binary = "";
   for (const b of bytes) binary += String.fromCharCode(b);
   return btoa(binary).replace(/\+/g, "-").replace(/\//g, "_").replace(/=+$/, "");
