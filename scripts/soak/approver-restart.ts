@@ -15,6 +15,7 @@ import { AskLedger } from "../../src/core/ledger/asks.ts";
 import { approverFiles, writeLink } from "../../test/helpers/approver-link.ts";
 import { type ApproverProcess, startApprover } from "../../test/helpers/approver-process.ts";
 import { tempDir } from "../../test/helpers/tmp.ts";
+import { seededRandom } from "../lib/seeded-random.ts";
 
 export type RestartSoakOptions = {
   /** Kill-and-restart cycles; signals alternate SIGKILL, SIGTERM. */
@@ -46,17 +47,6 @@ export type RestartSoakSummary = {
   failures: string[];
 };
 
-/** A small seeded generator (mulberry32): the same seed makes the same choices. */
-function random(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4_294_967_296;
-  };
-}
 
 const PAY = { merchant: "Example Shop", amount: "19.00", currency: "EUR", card_handle: "card-2", checkout_url: "https://shop.example/checkout/123" };
 const ACCOUNT = { provider_url: "https://provider.example/signup", identity_handle: "work" };
@@ -65,7 +55,7 @@ type Decided = { state: "approved" | "denied"; ref?: string };
 
 export async function run(options: RestartSoakOptions): Promise<RestartSoakSummary> {
   const { cycles, asksPerCycle, decisionsPerCycle, seed, senders = 4 } = options;
-  const rnd = random(seed);
+  const rnd = seededRandom(seed);
   const failures: string[] = [];
   const kills: Record<string, number> = {};
   /** Asks that got 201, with the expiry they were given. */

@@ -28,6 +28,7 @@ import { startUpstreamFixture } from "../../test/fixtures/upstream-server.ts";
 import { runBinary } from "../../test/helpers/binary.ts";
 import { adminJson, callTool, type DeskProcess, startDeskProcess, tryStartDesk } from "../../test/helpers/desk-process.ts";
 import { tempDir } from "../../test/helpers/tmp.ts";
+import { seededRandom } from "../lib/seeded-random.ts";
 
 export type DeskSoakOptions = {
   calls: number;
@@ -82,17 +83,6 @@ export type DeskSoakSummary = {
   failures: string[];
 };
 
-/** A small seeded generator (mulberry32): the same seed makes the same choices. */
-function random(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4_294_967_296;
-  };
-}
 
 /** Tool prices (mc) as set through the operator API; upstream cost is a third of each. */
 const PRICES: Record<string, number> = {
@@ -204,7 +194,7 @@ const bump = (m: Record<string, number>, k: string, by = 1) => {
 
 export async function run(options: DeskSoakOptions): Promise<DeskSoakSummary> {
   const log = options.log ?? (() => {});
-  const rnd = random(options.seed);
+  const rnd = seededRandom(options.seed);
   const pickKind = kindPicker(MIX.map(([kind, w]) => [kind, options.weights?.[kind] ?? w]));
   const timeoutSecs = options.upstreamTimeoutSecs ?? 2;
   const deskArgs = ["--upstream-timeout", String(timeoutSecs)];
