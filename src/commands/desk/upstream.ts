@@ -5,6 +5,7 @@ import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StreamableHTTPClientTransport, StreamableHTTPError } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
 import type { FetchLike } from "@modelcontextprotocol/sdk/shared/transport.js";
 import { CallToolResultSchema, ErrorCode, McpError } from "@modelcontextprotocol/sdk/types.js";
+import { readAtMost } from "../../core/body.ts";
 
 export type UpstreamTool = { name: string; description: string; inputSchema: Record<string, unknown> };
 
@@ -24,6 +25,17 @@ export type CallOutcome =
  * fetch connections: one upstream that stops answering cannot take the connections the others need.
  */
 export const MAX_EXCHANGES_PER_UPSTREAM = 128;
+
+/**
+ * The most bytes one HTTP exchange with an upstream may carry back (a JSON answer, or all of an
+ * event stream): a registered upstream cannot make the desk buffer without end. Past it the
+ * exchange fails, and the call is refunded as an upstream error.
+ */
+export const MAX_UPSTREAM_ANSWER_BYTES = 4 * 1024 * 1024;
+
+class AnswerTooLarge extends Error {
+  override name = "AnswerTooLarge";
+}
 
 /** A counting semaphore whose waiters give up when their signal aborts. */
 class Slots {
@@ -107,10 +119,24 @@ export class UpstreamClient {
       // so the exchange ends now and does not hold its timer and slot for the whole timeout.
       if ((res.headers.get("content-type") ?? "").toLowerCase().startsWith("text/event-stream") && res.body !== null) {
         handedOff = true;
-        const body = res.body.pipeThrough(new TransformStream<Uint8Array, Uint8Array>({ flush: finish }));
+        let seen = 0;
+        const body = res.body.pipeThrough(
+          new TransformStream<Uint8Array, Uint8Array>({
+            transform(chunk, stream) {
+              seen += chunk.byteLength;
+              if (seen > MAX_UPSTREAM_ANSWER_BYTES) {
+                finish();
+                stream.error(new AnswerTooLarge());
+                return;
+              }
+              stream.enqueue(chunk);
+            },
+            flush: finish,
+          }),
+        );
         return new Response(body, { status: res.status, statusText: res.statusText, headers: res.headers });
       }
-      const body = await res.arrayBuffer();
+      const body = await readAnswer(res);
       return new Response(res.status === 204 || res.status === 304 ? null : body, { status: res.status, statusText: res.statusText, headers: res.headers });
     } finally {
       if (!handedOff) finish();
@@ -206,6 +232,20 @@ export class UpstreamClient {
     this.session = null;
     if (session) await session.then((c) => c.close()).catch(() => {});
   }
+}
+
+/** A JSON answer's bytes, refused past MAX_UPSTREAM_ANSWER_BYTES whatever it declares. */
+async function readAnswer(res: Response): Promise<ArrayBuffer> {
+  const declared = res.headers.get("content-length");
+  // A declared length bounds what is read (HTTP framing): read it in one go when small enough.
+  if (declared !== null && /^\d{1,15}$/.test(declared)) {
+    if (Number(declared) <= MAX_UPSTREAM_ANSWER_BYTES) return res.arrayBuffer();
+    await res.body?.cancel().catch(() => {});
+    throw new AnswerTooLarge();
+  }
+  const bytes = await readAtMost(res.body, MAX_UPSTREAM_ANSWER_BYTES);
+  if (bytes === undefined) throw new AnswerTooLarge();
+  return bytes.buffer as ArrayBuffer;
 }
 
 const INVALID_PARAMS = String(ErrorCode.InvalidParams);
