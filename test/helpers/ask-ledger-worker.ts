@@ -3,6 +3,7 @@
 // It prints "ready" once the ledger is open, waits for stdin to close (the start signal, so all
 // workers race together), then prints one JSON line: the outcome of each create.
 import { AskLedger } from "../../src/core/ledger/asks.ts";
+import { PAY_FIELDS } from "./sample-asks.ts";
 
 const [path, maxPending, ...ids] = process.argv.slice(2);
 if (!path || !maxPending || ids.length === 0) throw new Error("usage: ask-ledger-worker.ts PATH MAX_PENDING ID...");
@@ -13,15 +14,7 @@ await Bun.stdin.text();
 
 const outcomes = ids.map((approval_id) => {
   const result = ledger.create(
-    {
-      kind: "pay",
-      approval_id,
-      merchant: "Example Shop",
-      amount: "19.00",
-      currency: "EUR",
-      card_handle: "card-2",
-      checkout_url: "https://shop.example/checkout/123",
-    },
+    { kind: "pay", approval_id, ...PAY_FIELDS },
     { ttlMs: 600_000, maxPending: Number(maxPending) },
   );
   return result.ok ? "ok" : result.code;

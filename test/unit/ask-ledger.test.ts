@@ -8,6 +8,7 @@ import type { AccountAsk, PayAsk } from "../../src/core/asks.ts";
 import { AskLedger } from "../../src/core/ledger/asks.ts";
 import { ASK_LEDGER_MIGRATIONS } from "../../src/core/ledger/asks-migrations.ts";
 import { LedgerOpenError } from "../../src/core/ledger/database.ts";
+import { PAY_FIELDS } from "../helpers/sample-asks.ts";
 import { tempDir } from "../helpers/tmp.ts";
 
 const T0 = Date.UTC(2026, 0, 15, 12, 0, 0);
@@ -23,16 +24,7 @@ function idOf(n: number): string {
 }
 
 function pay(approval_id: string, extra: Partial<PayAsk> = {}): PayAsk {
-  return {
-    kind: "pay",
-    approval_id,
-    merchant: "Example Shop",
-    amount: "19.00",
-    currency: "EUR",
-    card_handle: "card-2",
-    checkout_url: "https://shop.example/checkout/123",
-    ...extra,
-  };
+  return { kind: "pay", approval_id, ...PAY_FIELDS, ...extra };
 }
 
 const ACCOUNT: AccountAsk = {
