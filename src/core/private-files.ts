@@ -4,9 +4,11 @@
 //
 // The threat is another local user. A directory they own or can write lets them plant a key the
 // desk would sign with, swap a file for a link between our check and our write (so a chmod or a
-// write lands on a file of theirs choosing), or read what we keep. So: modes are set on the open
-// descriptor, never by name; links are never followed; every file is judged by fstat of the very
-// descriptor that is read, so a swap after the check cannot slip past it.
+// write lands on a file of their choosing), or read what we keep. So: modes are set on the open
+// descriptor, never by name; links are never followed; a file we read is judged by fstat of the
+// very descriptor that is read, so a swap after the check cannot slip past it; a file SQLite
+// opens is judged by lstat (never opened here, see checkPrivateFile) before and after SQLite's
+// open, in a directory nobody else can change.
 import {
   closeSync,
   constants,
@@ -268,58 +270,57 @@ export function replacePrivateFile(path: string, contents: string | Uint8Array):
   renameSync(partial, path);
 }
 
+const symlinkError = (path: string) =>
+  new PrivatePathError("symlink", path, `${path} is a symbolic link; refusing to follow it`, "put the file itself there");
+
+/** The rules of a private file, on its stat: a regular file, this user's, no access for group or others. */
+function judgeFile(path: string, st: Stats): void {
+  if (st.isSymbolicLink()) throw symlinkError(path);
+  if (!st.isFile()) throw new PrivatePathError("not-file", path, `${path} is not a regular file`);
+  checkOwner(path, st, "only this user's own files are trusted: remove it if you do not know where it came from");
+  if ((st.mode & GROUP_OTHER_ANY) !== 0) {
+    const may = [st.mode & 0o044 && "readable", st.mode & 0o022 && "writable", st.mode & 0o011 && "executable"].filter(Boolean);
+    throw new PrivatePathError(
+      "open-to-others",
+      path,
+      `${path} is ${may.join(" and ")} by others (mode ${octal(st.mode)})`,
+      `run: chmod 600 ${path}`,
+    );
+  }
+}
+
 /**
- * Opens an existing private file without following a link and judges the descriptor itself:
- * a regular file, this user's, no access for group or others. Returns the open descriptor.
+ * Checks a private file by lstat, without opening it; null when it is missing and `mayBeMissing`.
+ * For files another component opens (SQLite): closing any descriptor of a file drops every POSIX
+ * lock this process holds on it, SQLite's included, so these are never opened here. The name
+ * cannot be swapped by anyone else after the check, because the directory passed openPrivateDir.
  */
-function openTrusted(path: string): { fd: number; st: Stats } {
+export function checkPrivateFile(path: string, options: { mayBeMissing?: boolean } = {}): FileIdentity | null {
+  const st = lstatOrNull(path);
+  if (st === null) {
+    if (options.mayBeMissing) return null;
+    throw new PrivatePathError("missing", path, `cannot read ${path}: ENOENT`);
+  }
+  judgeFile(path, st);
+  return { dev: st.dev, ino: st.ino };
+}
+
+/**
+ * Reads a private file: opened without following a link (O_NOFOLLOW; O_NONBLOCK, so a FIFO
+ * cannot hang the read) and judged by fstat of the very descriptor that is then read.
+ */
+export function readPrivateFile(path: string): Buffer {
   let fd: number;
   try {
     fd = openSync(path, READ_NO_FOLLOW);
   } catch (err) {
     // ELOOP: O_NOFOLLOW met a link (even one that points nowhere).
-    if (errno(err) === "ELOOP") {
-      throw new PrivatePathError("symlink", path, `${path} is a symbolic link; refusing to follow it`, "put the file itself there");
-    }
+    if (errno(err) === "ELOOP") throw symlinkError(path);
     if (errno(err) === "ENOENT") throw new PrivatePathError("missing", path, `cannot read ${path}: ENOENT`);
     throw new PrivatePathError("io", path, `cannot read ${path}: ${errno(err)}`);
   }
   try {
-    const st = fstatSync(fd);
-    if (!st.isFile()) throw new PrivatePathError("not-file", path, `${path} is not a regular file`);
-    checkOwner(path, st, "only this user's own files are trusted: remove it if you do not know where it came from");
-    if ((st.mode & GROUP_OTHER_ANY) !== 0) {
-      const may = [st.mode & 0o044 && "readable", st.mode & 0o022 && "writable", st.mode & 0o011 && "executable"].filter(Boolean);
-      throw new PrivatePathError(
-        "open-to-others",
-        path,
-        `${path} is ${may.join(" and ")} by others (mode ${octal(st.mode)})`,
-        `run: chmod 600 ${path}`,
-      );
-    }
-    return { fd, st };
-  } catch (err) {
-    closeSync(fd);
-    throw err;
-  }
-}
-
-/** Checks a private file (see openTrusted); null when it is missing and `mayBeMissing`. */
-export function checkPrivateFile(path: string, options: { mayBeMissing?: boolean } = {}): FileIdentity | null {
-  try {
-    const { fd, st } = openTrusted(path);
-    closeSync(fd);
-    return { dev: st.dev, ino: st.ino };
-  } catch (err) {
-    if (options.mayBeMissing && err instanceof PrivatePathError && err.problem === "missing") return null;
-    throw err;
-  }
-}
-
-/** Reads a private file from the descriptor that passed the checks. */
-export function readPrivateFile(path: string): Buffer {
-  const { fd } = openTrusted(path);
-  try {
+    judgeFile(path, fstatSync(fd));
     return readFileSync(fd);
   } finally {
     closeSync(fd);

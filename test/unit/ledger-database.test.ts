@@ -1,8 +1,9 @@
 import { describe, expect, test } from "bun:test";
 import { chmodSync, existsSync, mkdirSync, readdirSync, readFileSync, rmSync, statSync, symlinkSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { LedgerOpenError, openLedger, schemaVersion } from "../../src/core/ledger/database.ts";
-import { PrivatePathError } from "../../src/core/private-files.ts";
+import { afterSqliteOpen, beforeSqliteOpen, LedgerOpenError, openLedger, schemaVersion, sqliteFiles } from "../../src/core/ledger/database.ts";
+import { DataDirLock } from "../../src/core/ledger/desk-lock.ts";
+import { checkPrivateFile, PrivatePathError } from "../../src/core/private-files.ts";
 import { giveToOtherUser, OTHER_UID } from "../helpers/other-user.ts";
 import { tempDir } from "../helpers/tmp.ts";
 
@@ -46,7 +47,7 @@ describe("openLedger", () => {
 });
 
 describe("openLedger trusts only private files", () => {
-  const refusedWith = (f: () => unknown, problem: string, message: string) => {
+  const refusedWith = (f: () => unknown, problem: PrivatePathError["problem"], message: string) => {
     let caught: unknown;
     try {
       f();
@@ -106,5 +107,25 @@ describe("openLedger trusts only private files", () => {
     chmodSync(open, 0o777);
     refusedWith(() => openLedger(join(open, "l.db"), { migrations: ONE }), "open-to-others", `${open} can be written by group or others (mode 0777)`);
     expect(readdirSync(open)).toEqual([]);
+  });
+
+  test("the checks never open a file SQLite holds: a lock held in this process survives them", async () => {
+    // Closing any descriptor of a file drops every POSIX lock the process holds on it, so a check
+    // that opened desk.lock (or a -shm) would silently hand the lock to the next process.
+    using tmp = tempDir();
+    const path = join(tmp.path, "desk.lock");
+    const lock = DataDirLock.acquire(path, process.pid, Date.now())!;
+    expect(lock).not.toBeNull();
+    afterSqliteOpen(beforeSqliteOpen(path));
+    for (const f of sqliteFiles(path)) checkPrivateFile(f, { mayBeMissing: true });
+    const lockModule = join(import.meta.dir, "../../src/core/ledger/desk-lock.ts");
+    const other = Bun.spawnSync([
+      process.execPath,
+      "-e",
+      `const { DataDirLock } = await import(${JSON.stringify(lockModule)}); console.log(DataDirLock.acquire(${JSON.stringify(path)}, 1, 0) === null ? "refused" : "taken");`,
+    ]);
+    expect(other.stderr.toString()).toBe("");
+    expect(other.stdout.toString()).toBe("refused\n");
+    lock.release();
   });
 });

@@ -5,7 +5,7 @@
 import { randomBytes } from "node:crypto";
 import { join } from "node:path";
 import { failure } from "../../cli/voice.ts";
-import { beforeSqliteOpen } from "../../core/ledger/database.ts";
+import { beforeSqliteOpen, sqliteFiles } from "../../core/ledger/database.ts";
 import { DeskLedger, type DeskLedgerOptions } from "../../core/ledger/desk.ts";
 import { DataDirLock, LOCK_FILE } from "../../core/ledger/desk-lock.ts";
 import {
@@ -51,7 +51,11 @@ function trusted<T>(step: () => T): T {
  * the same ledger would refund the first one's calls in flight as abandoned at its start-up.
  */
 export function lockDataDir(d: DataDir): DataDirLock {
-  trusted(() => openPrivateDir(d.path, { create: true }));
+  trusted(() => {
+    openPrivateDir(d.path, { create: true });
+    // Every file already there is judged before anything is made: a refused directory is left as it was.
+    for (const p of [...sqliteFiles(d.lock), ...sqliteFiles(d.db), d.signingKey, d.sealingKey]) checkPrivateFile(p, { mayBeMissing: true });
+  });
   let lock: DataDirLock | null;
   try {
     lock = DataDirLock.acquire(d.lock, process.pid, Date.now());

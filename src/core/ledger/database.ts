@@ -28,6 +28,11 @@ export type OpenOptions = {
 /** The files SQLite keeps beside a database; a planted one would be read into it at open. */
 const SIDE_FILES = ["-wal", "-shm", "-journal"] as const;
 
+/** A database file and the side files SQLite may keep beside it. */
+export function sqliteFiles(path: string): string[] {
+  return [path, ...SIDE_FILES.map((side) => path + side)];
+}
+
 /**
  * Readies an on-disk SQLite file for trust, before SQLite opens it: its directory passes
  * openPrivateDir, the file is created exclusively with mode 0600 when missing (SQLite then gives
