@@ -83,6 +83,12 @@ describe("openLedger trusts only private files", () => {
       expect(readFileSync(planted, "utf8")).toBe("their pages");
       rmSync(planted);
     }
+    // Before the first open too: the database is not even made.
+    const fresh = join(tmp.path, "fresh.db");
+    writeFileSync(`${fresh}-wal`, "their pages", { mode: 0o600 });
+    giveToOtherUser(`${fresh}-wal`);
+    expect(() => openLedger(fresh, { migrations: ONE })).toThrow(PrivatePathError);
+    expect(existsSync(fresh)).toBe(false);
   });
 
   test("a ledger another user owns, a linked ledger, a directory others can write: refused", () => {

@@ -42,10 +42,10 @@ export function sqliteFiles(path: string): string[] {
  */
 export function beforeSqliteOpen(path: string): { path: string; identity: FileIdentity } {
   const canonical = join(openPrivateDir(dirname(path), { create: false }).path, basename(path));
+  // Everything already there is judged before the database is made: a refusal changes nothing.
+  for (const file of sqliteFiles(canonical)) checkPrivateFile(file, { mayBeMissing: true });
   createPrivateFileIfMissing(canonical, () => new Uint8Array());
-  const identity = checkPrivateFile(canonical)!;
-  for (const side of SIDE_FILES) checkPrivateFile(canonical + side, { mayBeMissing: true });
-  return { path: canonical, identity };
+  return { path: canonical, identity: checkPrivateFile(canonical)! };
 }
 
 /** After SQLite opened it: the name still holds the file checked, and the side files it made are private. */
