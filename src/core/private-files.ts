@@ -137,11 +137,16 @@ function makeDir(path: string): boolean {
     if (errno(err) === "EEXIST") return false;
     throw new PrivatePathError("io", path, `cannot create ${path}: ${errno(err)}`);
   }
-  const fd = openSync(path, constants.O_RDONLY | constants.O_DIRECTORY | constants.O_NOFOLLOW);
   try {
-    fchmodSync(fd, 0o700);
-  } finally {
-    closeSync(fd);
+    const fd = openSync(path, constants.O_RDONLY | constants.O_DIRECTORY | constants.O_NOFOLLOW);
+    try {
+      fchmodSync(fd, 0o700);
+    } finally {
+      closeSync(fd);
+    }
+  } catch (err) {
+    // A umask that took the owner's own read bit leaves a directory it cannot open.
+    throw new PrivatePathError("io", path, `cannot create ${path}: ${errno(err)}`, "check the umask (umask 077 is the strictest that works)");
   }
   return true;
 }
