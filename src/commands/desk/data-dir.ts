@@ -24,18 +24,6 @@ const SEALING_KEY_FILE = "sealing.key";
 
 export type DataDir = { path: string; db: string; signingKey: string; sealingKey: string; lock: string };
 
-/** The files of the data directory, named through its canonical path (no link in a parent is followed later). */
-export function dataDirPaths(dir: string): DataDir {
-  const path = canonicalPath(dir);
-  return {
-    path,
-    db: join(path, DB_FILE),
-    signingKey: join(path, SIGNING_KEY_FILE),
-    sealingKey: join(path, SEALING_KEY_FILE),
-    lock: join(path, LOCK_FILE),
-  };
-}
-
 /** Runs a file-trust step, turning a refusal into the command's failure with its hint. */
 function trusted<T>(step: () => T): T {
   try {
@@ -44,6 +32,18 @@ function trusted<T>(step: () => T): T {
     if (err instanceof PrivatePathError) throw failure(err.message, err.hint);
     throw err;
   }
+}
+
+/** The files of the data directory, named through its canonical path (no link in a parent is followed later). */
+export function dataDirPaths(dir: string): DataDir {
+  const path = trusted(() => canonicalPath(dir));
+  return {
+    path,
+    db: join(path, DB_FILE),
+    signingKey: join(path, SIGNING_KEY_FILE),
+    sealingKey: join(path, SEALING_KEY_FILE),
+    lock: join(path, LOCK_FILE),
+  };
 }
 
 /**
