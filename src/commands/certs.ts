@@ -1,7 +1,8 @@
 // `ask-only certs DIR`: writes the two CAs and the link certificates, refusing to overwrite.
-import { chmodSync, closeSync, existsSync, lstatSync, mkdirSync, openSync, statSync, writeSync } from "node:fs";
-import { join, resolve } from "node:path";
+import { lstatSync } from "node:fs";
+import { join } from "node:path";
 import { failure, type Streams, usageError } from "../cli/voice.ts";
+import { createPrivateFile, openPrivateDir, PrivatePathError } from "../core/private-files.ts";
 import { generateLinkCertificates, isValidHostName } from "../core/tls/generate.ts";
 
 export async function runCerts(options: {
@@ -15,8 +16,18 @@ export async function runCerts(options: {
       throw usageError(`--host ${JSON.stringify(host)} is not a DNS name or an IP address`);
     }
   }
-  const dir = resolve(options.dir);
-  if (existsSync(dir) && !statSync(dir).isDirectory()) throw failure(`${dir} exists and is not a directory`);
+  try {
+    await writeCertificates(options);
+  } catch (err) {
+    if (err instanceof PrivatePathError) throw failure(err.message, err.hint);
+    throw err;
+  }
+}
+
+async function writeCertificates(options: { dir: string; hosts: string[]; streams: Streams; now: Date }): Promise<void> {
+  // A directory another user owns or can write would let them swap a key file for a link of
+  // their choosing: it is refused before anything is made (core/private-files.ts).
+  const dir = openPrivateDir(options.dir, { create: true }).path;
   const { files } = await generateLinkCertificates({ hosts: options.hosts, now: options.now });
 
   // Refuse before writing anything, so a second run never leaves a half-replaced set. lstat: a
@@ -28,8 +39,7 @@ export async function runCerts(options: {
       throw failure(`${path} already exists; refusing to overwrite it`, "choose another directory or move the old files away");
     }
   }
-  mkdirSync(dir, { recursive: true, mode: 0o700 });
-  for (const file of files) writeNewFile(join(dir, file.name), file.contents, file.secret ? 0o600 : 0o644);
+  for (const file of files) createPrivateFile(join(dir, file.name), file.contents, { mode: file.secret ? 0o600 : 0o644 });
 
   const width = Math.max(...files.map((f) => f.name.length));
   const lines = [
@@ -41,25 +51,4 @@ export async function runCerts(options: {
     "the CA private keys were not kept: to issue new certificates, run certs again into a new directory",
   ];
   options.streams.out(`${lines.join("\n")}\n`);
-}
-
-/**
- * Creates a file that did not exist, with `mode` whatever the umask says. O_EXCL: a file or link
- * that appeared since the check in runCerts is neither overwritten nor followed.
- */
-export function writeNewFile(path: string, contents: string, mode: 0o600 | 0o644): void {
-  let fd: number;
-  try {
-    fd = openSync(path, "wx", mode);
-  } catch (err) {
-    const code = (err as NodeJS.ErrnoException).code;
-    if (code === "EEXIST") throw failure(`${path} already exists; refusing to overwrite it`);
-    throw failure(`cannot write ${path}: ${code ?? String(err)}`);
-  }
-  try {
-    writeSync(fd, contents);
-  } finally {
-    closeSync(fd);
-  }
-  chmodSync(path, mode);
 }

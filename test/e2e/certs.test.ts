@@ -1,8 +1,9 @@
 // `ask-only certs` as a real process, checked independently with openssl.
 import { describe, expect, test } from "bun:test";
-import { existsSync, mkdirSync, readdirSync, readFileSync, statSync, symlinkSync, writeFileSync } from "node:fs";
+import { chmodSync, existsSync, mkdirSync, readdirSync, readFileSync, statSync, symlinkSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { runBinary } from "../helpers/binary.ts";
+import { giveToOtherUser, OTHER_UID } from "../helpers/other-user.ts";
 import { tempDir } from "../helpers/tmp.ts";
 
 const FILES = ["approver-ca.pem", "approver.key", "approver.pem", "client-ca.pem", "client.key", "client.pem"];
@@ -90,6 +91,57 @@ describe("ask-only certs", () => {
     );
     expect(existsSync(target)).toBe(false);
     expect(readdirSync(dir)).toEqual(["client.key"]);
+  });
+
+  test("an output directory others can write is refused before anything is written", async () => {
+    // From such a directory another user could swap a key file for a link between our open and
+    // our write (core/private-files.ts): it is refused, sticky or not, and left as it was.
+    await using tmp = tempDir();
+    for (const m of [0o777, 0o1777, 0o770]) {
+      const dir = join(tmp.path, `open-${m.toString(8)}`);
+      mkdirSync(dir);
+      chmodSync(dir, m);
+      const mode = m.toString(8).padStart(4, "0");
+      expect(await runBinary(["certs", dir])).toEqual({
+        code: 1,
+        stdout: "",
+        stderr: `ask-only: error: ${dir} can be written by group or others (mode ${mode})\nask-only: hint: run: chmod go-w ${dir}\n`,
+      });
+      expect(readdirSync(dir)).toEqual([]);
+      expect(statSync(dir).mode & 0o7777).toBe(m);
+    }
+  });
+
+  test("an output directory another user owns, or a link, is refused; so is one under a parent others can write", async () => {
+    await using tmp = tempDir();
+    const theirs = join(tmp.path, "theirs");
+    mkdirSync(theirs, { mode: 0o755 });
+    giveToOtherUser(theirs);
+    expect(await runBinary(["certs", theirs])).toEqual({
+      code: 1,
+      stdout: "",
+      stderr: `ask-only: error: ${theirs} is owned by uid ${OTHER_UID}, not by this user (uid ${process.geteuid!()})\nask-only: hint: use a directory of your own, or run as its owner\n`,
+    });
+    expect(readdirSync(theirs)).toEqual([]);
+
+    const real = join(tmp.path, "real");
+    mkdirSync(real, { mode: 0o700 });
+    const link = join(tmp.path, "link");
+    symlinkSync(real, link);
+    expect(await runBinary(["certs", link])).toEqual({
+      code: 1,
+      stdout: "",
+      stderr: `ask-only: error: ${link} is a symbolic link; refusing to follow it\nask-only: hint: give the real directory's path\n`,
+    });
+    expect(readdirSync(real)).toEqual([]);
+
+    const shared = join(tmp.path, "shared");
+    mkdirSync(shared);
+    chmodSync(shared, 0o777);
+    const r = await runBinary(["certs", join(shared, "certs")]);
+    expect(r.code).toBe(1);
+    expect(r.stderr).toStartWith(`ask-only: error: ${shared} can be written by group or others (mode 0777), who could replace ${join(shared, "certs")}\n`);
+    expect(readdirSync(shared)).toEqual([]);
   });
 
   test("a second run into the same directory is refused", async () => {

@@ -1,6 +1,5 @@
 // `ask-only approver`: checks its files, opens the ask ledger, listens with mutual TLS only,
 // and runs the console where the person decides. Stops cleanly on SIGINT or SIGTERM.
-import { mkdirSync } from "node:fs";
 import { dirname } from "node:path";
 import { createInterface } from "node:readline";
 import { failure, info, type Streams } from "../../cli/voice.ts";
@@ -9,6 +8,7 @@ import { errorResponse } from "../../core/errors.ts";
 import { mintDemoRef } from "../../core/ids.ts";
 import { AskLedger } from "../../core/ledger/asks.ts";
 import { LedgerOpenError } from "../../core/ledger/database.ts";
+import { openPrivateDir, PrivatePathError } from "../../core/private-files.ts";
 import { loadTlsFiles, TlsLoadError } from "../../core/tls/load.ts";
 import { type ApproverFlags, resolveApproverConfig } from "./config.ts";
 import { ApproverConsole } from "./console.ts";
@@ -30,16 +30,14 @@ export async function runApprover(flags: ApproverFlags, streams: Streams): Promi
     throw err;
   }
 
-  try {
-    // 0700: the asks of one person are nobody else's business on a shared machine.
-    mkdirSync(dirname(config.dbPath), { recursive: true, mode: 0o700 });
-  } catch (err) {
-    throw failure(`cannot create the directory of the ask ledger ${dirname(config.dbPath)}: ${errnoCode(err)}`, "choose another place with --db PATH");
-  }
   let ledger: AskLedger;
   try {
+    // 0700, this user's, private files only: the asks of one person are nobody else's business
+    // on a shared machine, and a ledger another user could write would hold their decisions.
+    openPrivateDir(dirname(config.dbPath), { create: true });
     ledger = AskLedger.open(config.dbPath, clock);
   } catch (err) {
+    if (err instanceof PrivatePathError) throw failure(err.message, err.hint);
     if (err instanceof LedgerOpenError) throw failure(`${config.dbPath}: ${err.message}`);
     throw failure(`cannot open the ask ledger ${config.dbPath}: ${errnoCode(err)}`, "check the path and its permissions, or choose another with --db PATH");
   }

@@ -1,10 +1,22 @@
 // The desk's data directory: desk.db, the receipt-signing key and the sealing key, each created
-// exclusively with mode 0600 on first start and refused later if anyone else can read it.
+// exclusively with mode 0600 on first start. Every start trusts the directory and its files only
+// as core/private-files.ts allows (this user's, private, no links), so a directory prepared by
+// another user, or a key planted in it, stops the desk instead of becoming its signing key.
 import { randomBytes } from "node:crypto";
-import { chmodSync, closeSync, existsSync, mkdirSync, openSync, readFileSync, renameSync, statSync, writeSync } from "node:fs";
-import { join, resolve } from "node:path";
+import { join } from "node:path";
 import { failure } from "../../cli/voice.ts";
+import { beforeSqliteOpen, sqliteFiles } from "../../core/ledger/database.ts";
+import { DeskLedger, type DeskLedgerOptions } from "../../core/ledger/desk.ts";
 import { DataDirLock, LOCK_FILE } from "../../core/ledger/desk-lock.ts";
+import {
+  canonicalPath,
+  checkPrivateFile,
+  createPrivateFileIfMissing,
+  openPrivateDir,
+  PrivatePathError,
+  readPrivateFile,
+  replacePrivateFile,
+} from "../../core/private-files.ts";
 
 const DB_FILE = "desk.db";
 const SIGNING_KEY_FILE = "receipt-signing.key";
@@ -12,8 +24,19 @@ const SEALING_KEY_FILE = "sealing.key";
 
 export type DataDir = { path: string; db: string; signingKey: string; sealingKey: string; lock: string };
 
+/** Runs a file-trust step, turning a refusal into the command's failure with its hint. */
+function trusted<T>(step: () => T): T {
+  try {
+    return step();
+  } catch (err) {
+    if (err instanceof PrivatePathError) throw failure(err.message, err.hint);
+    throw err;
+  }
+}
+
+/** The files of the data directory, named through its canonical path (no link in a parent is followed later). */
 export function dataDirPaths(dir: string): DataDir {
-  const path = resolve(dir);
+  const path = trusted(() => canonicalPath(dir));
   return {
     path,
     db: join(path, DB_FILE),
@@ -28,16 +51,16 @@ export function dataDirPaths(dir: string): DataDir {
  * the same ledger would refund the first one's calls in flight as abandoned at its start-up.
  */
 export function lockDataDir(d: DataDir): DataDirLock {
-  mkdirSync(d.path, { recursive: true, mode: 0o700 });
-  try {
-    createSecretFile(d.lock, new Uint8Array());
-  } catch (err) {
-    if ((err as NodeJS.ErrnoException).code !== "EEXIST") throw failure(`cannot create ${d.lock}: ${(err as NodeJS.ErrnoException).code ?? "error"}`);
-  }
+  trusted(() => {
+    openPrivateDir(d.path, { create: true });
+    // Every file already there is judged before anything is made: a refused directory is left as it was.
+    for (const p of [...sqliteFiles(d.lock), ...sqliteFiles(d.db), d.signingKey, d.sealingKey]) checkPrivateFile(p, { mayBeMissing: true });
+  });
   let lock: DataDirLock | null;
   try {
     lock = DataDirLock.acquire(d.lock, process.pid, Date.now());
   } catch (err) {
+    if (err instanceof PrivatePathError) throw failure(err.message, err.hint);
     // Not a lock file SQLite can open (overwritten by hand, say): nothing to tell who holds it.
     throw failure(`cannot lock ${d.lock}: ${String((err as { code?: unknown }).code ?? "error")}`, "if no desk runs on this directory, remove that file");
   }
@@ -47,63 +70,35 @@ export function lockDataDir(d: DataDir): DataDirLock {
   return lock;
 }
 
-/** Writes a new secret file: O_EXCL (never overwrites), mode 0600. */
-function createSecretFile(path: string, contents: string | Uint8Array): void {
-  const fd = openSync(path, "wx", 0o600);
-  try {
-    writeSync(fd, typeof contents === "string" ? Buffer.from(contents) : contents);
-  } finally {
-    closeSync(fd);
-  }
-}
-
 /** Replaces a secret file atomically (write beside it exclusively, then rename over it). */
 export function replaceSecretFile(path: string, contents: string): void {
-  const partial = `${path}.${process.pid}.new`;
-  createSecretFile(partial, contents);
-  renameSync(partial, path);
+  replacePrivateFile(path, contents);
 }
 
-/** Refuses a secret file that others could read: it would leak keys to every local user. */
-function checkPrivate(path: string): void {
-  const mode = statSync(path).mode & 0o777;
-  if ((mode & 0o077) !== 0) {
-    throw failure(`${path} is readable by others (mode ${mode.toString(8).padStart(4, "0")})`, `run: chmod 600 ${path}`);
-  }
-}
-
-/** Creates the directory and any missing file; returns which files were made now. */
+/**
+ * Checks the directory, creates any missing file and checks every one (the ledger's side files
+ * too); returns which files were made now.
+ */
 export function prepareDataDir(d: DataDir, generateSigningPem: () => string): { created: string[] } {
-  const created: string[] = [];
-  mkdirSync(d.path, { recursive: true, mode: 0o700 });
-  if (!existsSync(d.db)) {
+  return trusted(() => {
+    openPrivateDir(d.path, { create: true });
+    const created: string[] = [];
     // An empty file is an empty SQLite database: creating it first fixes its mode at 0600.
-    createSecretFile(d.db, new Uint8Array());
-    created.push(DB_FILE);
-  }
-  if (!existsSync(d.signingKey)) {
-    createSecretFile(d.signingKey, generateSigningPem());
-    created.push(SIGNING_KEY_FILE);
-  }
-  if (!existsSync(d.sealingKey)) {
-    createSecretFile(d.sealingKey, new Uint8Array(randomBytes(32)));
-    created.push(SEALING_KEY_FILE);
-  }
-  for (const p of [d.db, d.signingKey, d.sealingKey]) checkPrivate(p);
-  return { created };
+    if (createPrivateFileIfMissing(d.db, () => new Uint8Array())) created.push(DB_FILE);
+    if (createPrivateFileIfMissing(d.signingKey, generateSigningPem)) created.push(SIGNING_KEY_FILE);
+    if (createPrivateFileIfMissing(d.sealingKey, () => new Uint8Array(randomBytes(32)))) created.push(SEALING_KEY_FILE);
+    beforeSqliteOpen(d.db);
+    for (const p of [d.signingKey, d.sealingKey]) checkPrivateFile(p);
+    return { created };
+  });
 }
 
+/** A secret of the data directory, read from the descriptor that passed the checks. */
 export function readSecret(path: string): Buffer {
-  try {
-    return readFileSync(path);
-  } catch (err) {
-    throw failure(`cannot read ${path}: ${(err as NodeJS.ErrnoException).code ?? "error"}`);
-  }
+  return trusted(() => readPrivateFile(path));
 }
 
-/** Keeps SQLite's side files (-wal, -shm) private too once they exist. */
-export function privateSideFiles(db: string): void {
-  for (const suffix of ["-wal", "-shm"]) {
-    if (existsSync(db + suffix)) chmodSync(db + suffix, 0o600);
-  }
+/** Opens the desk ledger of the directory; its files are checked again around SQLite's open. */
+export function openDeskLedger(d: DataDir, options: DeskLedgerOptions): DeskLedger {
+  return trusted(() => new DeskLedger(d.db, options));
 }

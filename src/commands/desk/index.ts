@@ -4,11 +4,10 @@ import { existsSync, readFileSync } from "node:fs";
 import { failure, info, type Streams, usageError } from "../../cli/voice.ts";
 import { importSealingKey } from "../../core/desk/seal.ts";
 import { newAdminToken, sha256 } from "../../core/desk/secrets.ts";
-import { DeskLedger } from "../../core/ledger/desk.ts";
 import { generateSigningKey, loadSigner, ReceiptKeyError } from "../../core/receipt/index.ts";
 import { checkLedger } from "./check.ts";
 import { consoleRoutes } from "./console.ts";
-import { dataDirPaths, lockDataDir, prepareDataDir, privateSideFiles, readSecret, replaceSecretFile } from "./data-dir.ts";
+import { dataDirPaths, lockDataDir, openDeskLedger, prepareDataDir, readSecret, replaceSecretFile } from "./data-dir.ts";
 import { ABANDON_MARGIN_MS, DEFAULT_UPSTREAM_TIMEOUT_MS, Desk, SealedHeadersError } from "./desk.ts";
 import { createHandler } from "./http.ts";
 
@@ -121,8 +120,7 @@ export async function runDesk(run: DeskRun): Promise<void> {
   if (sealingRaw.length !== 32) throw failure(`${paths.sealingKey} is not a 256-bit key (${sealingRaw.length} bytes)`);
   const sealingKey = await importSealingKey(new Uint8Array(sealingRaw));
 
-  const ledger = new DeskLedger(paths.db, { backgroundCheckpointMs: CHECKPOINT_EVERY_MS });
-  privateSideFiles(paths.db);
+  const ledger = openDeskLedger(paths, { backgroundCheckpointMs: CHECKPOINT_EVERY_MS });
 
   let adminHash: Uint8Array;
   if (configured !== null) {
@@ -232,7 +230,7 @@ export async function runDesk(run: DeskRun): Promise<void> {
 export async function runDeskCheck(run: { data: string; streams: Streams }): Promise<void> {
   const paths = dataDirPaths(run.data);
   if (!existsSync(paths.db)) throw failure(`no desk ledger at ${paths.db}`, "give the data directory of a desk with --data DIR");
-  const ledger = new DeskLedger(paths.db, { backgroundCheckpointMs: CHECKPOINT_EVERY_MS });
+  const ledger = openDeskLedger(paths, { backgroundCheckpointMs: CHECKPOINT_EVERY_MS });
   try {
     const report = checkLedger(ledger);
     for (const line of report.ok) run.streams.out(`ok: ${line}\n`);

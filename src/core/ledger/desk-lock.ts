@@ -5,6 +5,7 @@
 // the ledger, held by the connection for the process lifetime: the kernel drops it when the
 // process dies however it dies, so a desk killed with SIGKILL never blocks its restart.
 import { Database } from "bun:sqlite";
+import { afterSqliteOpen, beforeSqliteOpen } from "./database.ts";
 
 export const LOCK_FILE = "desk.lock";
 
@@ -14,9 +15,11 @@ export class DataDirLock {
   /**
    * Takes the lock on the file at `path` (created when missing), or returns null when another
    * process holds it. Never waits: a second desk must fail at once, not queue behind the first.
+   * The file is trusted only as a private file (beforeSqliteOpen; PrivatePathError otherwise).
    */
   static acquire(path: string, pid: number, now: number): DataDirLock | null {
-    const db = new Database(path, { create: true, strict: true });
+    const file = beforeSqliteOpen(path);
+    const db = new Database(file.path, { create: true, strict: true });
     try {
       db.run("PRAGMA busy_timeout = 0");
       // EXCLUSIVE locking mode: once this connection has written, it keeps the lock until closed.
@@ -26,6 +29,7 @@ export class DataDirLock {
         db.run("DELETE FROM holder");
         db.query("INSERT INTO holder (pid, since) VALUES (?, ?)").run(pid, now);
       }).immediate();
+      afterSqliteOpen(file);
       return new DataDirLock(db);
     } catch (err) {
       db.close();
