@@ -195,7 +195,7 @@ export function classesOf(f: UnicodeFacts, cp: number, memo = new Map<number, st
 }
 
 /** The ASCII character a code point reads as through compatibility decompositions, if one. */
-function asciiOf(f: UnicodeFacts, cp: number): string | undefined {
+export function asciiOf(f: UnicodeFacts, cp: number): string | undefined {
   if (cp < 0x80) return String.fromCharCode(cp);
   const mapping = f.compat[cp];
   if (mapping?.length !== 1) return undefined;

@@ -159,11 +159,11 @@ function scan(t: Tables, text: string, skipEscapes: boolean): { found: boolean; 
   for (let i = 0; i < text.length; ) {
     const cp = text.codePointAt(i)!;
     if (skipEscapes && (cp === 0x25 || cp >= 0x80)) {
-      const escape = escapeAt(t, text, i);
-      if (escape) {
+      const byte = escapeAt(t, text, i);
+      if (byte) {
         sawEscape = true;
         feed(SEPARATOR);
-        i = escape.end;
+        i = byte.end;
         continue;
       }
     }
@@ -202,10 +202,10 @@ function percentDecode(t: Tables, text: string): string {
   let out = "";
   const bytes: number[] = [];
   for (let i = 0; i < text.length; ) {
-    const escape = escapeAt(t, text, i);
-    if (escape) {
-      bytes.push(escape.byte);
-      i = escape.end;
+    const found = escapeAt(t, text, i);
+    if (found) {
+      bytes.push(found.byte);
+      i = found.end;
       continue;
     }
     if (bytes.length > 0) {
