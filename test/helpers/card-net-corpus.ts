@@ -4,7 +4,8 @@
 //    script the declaration is written in);
 //  - numbers: dates, times, amounts and counts formatted by the runtime's CLDR data (Intl) in
 //    40 locales with their own digits, and phone numbers, order and invoice ids, postcodes,
-//    tracking numbers and ISBNs in sentences, written here from a fixed seed.
+//    tracking numbers and ISBNs in sentences, and the machine text agents pass on (ISO 8601
+//    times, UUIDs, hex ids, URLs and JSON holding them), written here from a fixed seed.
 import { readdirSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import { seededRandom } from "../../scripts/lib/seeded-random.ts";
@@ -100,6 +101,15 @@ const SENTENCES: { lang: string; templates: string[] }[] = [
   { lang: "ko", templates: ["주문 {order}은 {date}에 발송되었습니다. 우편번호 {postcode}, 전화 {phone}.", "청구서 {invoice}: {amount}, 납부 기한 {date}."] },
   { lang: "th", templates: ["คำสั่งซื้อ {order} วันที่ {date} รหัสไปรษณีย์ {postcode} โทร {phone}"] },
   { lang: "am", templates: ["ትዕዛዝ {order} በ{date} ተልኳል፤ ስልክ {phone}።"] },
+  {
+    lang: "machine",
+    templates: [
+      "request {uuid} at {iso}",
+      '{"approval_id":"K7Q2M4XZ3A","state":"pending","expires_at":"{iso}"}',
+      "https://shop.example/checkout/{uuid}?session={hex}&t={iso}",
+      "commit {hex}, build {order}, deployed {iso}",
+    ],
+  },
 ];
 
 // Phone number shapes of several countries ("#" is a random digit).
@@ -129,6 +139,9 @@ export function numberTexts(count = 3000, seed = 20261201): CorpusText[] {
     isbn: () => fill(pick(["978-#-##-######-#", "979-##-####-###-#", "#-###-#####-#"])),
     page: () => digits(1, 3),
     room: () => `${digits(1, 2)}${pick(["A", "B", ""])}`,
+    iso: () => new Date(Date.UTC(2020, 0, 1) + Math.floor(random() * 4e11)).toISOString().replace(/\.\d{3}/, pick(["", `.${digits(3, 3)}`])),
+    uuid: () => crypto.randomUUID().replace(/[0-9a-f]/g, () => "0123456789abcdef"[Math.floor(random() * 16)]!),
+    hex: () => Array.from({ length: pick([7, 12, 32, 40]) }, () => "0123456789abcdef"[Math.floor(random() * 16)]).join(""),
   };
   const out: CorpusText[] = [];
   for (let i = 0; i < count; i++) {

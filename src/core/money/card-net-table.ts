@@ -10,218 +10,222 @@ export const CARD_NET_UNICODE = { ucd: "17.0.0", confusables: "13.0.0" } as cons
 /**
  * Runs of code points, "START:CLASS" with START in hex, each lasting until the next START (the
  * last one to U+10FFFF). CLASS: a digit 0-9 (the first code point has that value, each next one
- * the next digit), "s" separator, "z" white space, "t" transparent, "w" word letter, "y" word by itself, "q" several classes (below).
+ * the next digit), "s" separator, "z" white space, "t" transparent, "w" word letter, "y" whole word, "q" several classes (below).
  */
 export const CARD_NET_RUNS = `
-0:s 9:z e:s 20:z 21:s 30:0 3a:s 41:w 5b:s 61:w 7b:s 85:z
-86:s a0:z a1:s a8:z a9:s aa:w ab:s ad:t ae:s af:z b0:s b2:2
-b4:z b5:w b6:s b8:z b9:1 ba:w bb:s bc:q bf:s c0:w d7:s d8:w
-f0:t f1:w f7:s f8:w 132:q 134:w 13f:q 141:w 1c3:t 1c4:q 1cd:w 1f1:q
-1f4:w 241:t 242:w 294:t 295:w 2b9:t 2c2:s 2c6:t 2d2:s 2d8:z 2de:s 2e0:w
-2e5:s 2ec:t 2ed:s 2ee:t 2ef:s 300:t 370:w 374:t 375:s 376:w 378:s 37a:z
-37b:w 37e:s 37f:w 380:s 384:z 385:s 386:w 387:s 388:w 38b:s 38c:w 38d:s
-38e:w 3a2:s 3a3:w 3f6:s 3f7:w 482:s 483:t 48a:w 530:s 531:w 557:s 559:t
-55a:s 560:w 587:q 588:w 589:s 591:t 5be:s 5bf:t 5c0:s 5c1:t 5c3:s 5c4:t
-5c6:s 5c7:t 5c8:s 5d0:w 5d9:t 5da:w 5eb:s 5ef:w 5f2:t 5f3:s 600:t 606:s
-610:t 61b:s 61c:t 61d:s 620:w 640:t 641:w 64b:t 660:0 66a:s 66e:w 670:t
-671:w 675:q 679:w 6d4:s 6d5:w 6d6:t 6de:s 6df:t 6e9:s 6ea:t 6ee:w 6f0:0
-6fa:w 6fd:s 6ff:w 700:s 70f:t 710:w 711:t 712:w 730:t 74b:s 74d:w 7a6:t
-7b1:w 7b2:s 7c0:0 7ca:w 7eb:t 7f6:s 7fa:t 7fb:s 7fd:t 7fe:s 800:w 816:t
-82e:s 840:w 859:t 85c:s 860:w 86b:s 870:w 888:s 889:w 88f:s 890:t 892:s
-897:t 8a0:w 8c9:t 904:w 93a:t 93d:w 93e:t 950:w 951:t 958:w 962:t 964:s
-966:0 970:s 971:t 972:w 97d:t 97e:w 981:t 984:s 985:w 98d:s 98f:w 991:s
-993:w 9a9:s 9aa:w 9b1:s 9b2:w 9b3:s 9b6:w 9ba:s 9bc:t 9bd:w 9be:t 9c5:s
-9c7:t 9c9:s 9cb:t 9ce:w 9cf:s 9d7:t 9d8:s 9dc:w 9de:s 9df:w 9e2:t 9e4:s
-9e6:0 9f0:w 9f2:s 9fc:w 9fd:s 9fe:t 9ff:s a01:t a04:s a05:w a0b:s a0f:w
-a11:s a13:w a29:s a2a:w a31:s a32:w a34:s a35:w a37:s a38:w a3a:s a3c:t
-a3d:s a3e:t a43:s a47:t a49:s a4b:t a4e:s a51:t a52:s a59:w a5d:s a5e:w
-a5f:s a66:0 a70:t a72:w a75:t a76:s a81:t a84:s a85:w a8e:s a8f:w a92:s
-a93:w aa9:s aaa:w ab1:s ab2:w ab4:s ab5:w aba:s abc:t abd:w abe:t ac6:s
-ac7:t aca:s acb:t ace:s ad0:w ad1:s ae0:w ae2:t ae4:s ae6:0 af0:s af9:w
-afa:t b00:s b01:t b04:s b05:w b0d:s b0f:w b11:s b13:w b29:s b2a:w b31:s
-b32:w b34:s b35:w b3a:s b3c:t b3d:w b3e:t b45:s b47:t b49:s b4b:t b4e:s
-b55:t b58:s b5c:w b5e:s b5f:w b62:t b64:s b66:0 b70:s b71:w b72:s b82:t
-b83:w b84:s b85:w b8b:s b8e:w b91:s b92:w b96:s b99:w b9b:s b9c:w b9d:s
-b9e:w ba0:s ba3:w ba5:s ba8:w bab:s bae:w bba:s bbe:t bc3:s bc6:t bc9:s
-bca:t bce:s bd0:w bd1:s bd7:t bd8:s be6:0 bf0:s c00:t c05:w c0d:s c0e:w
-c11:s c12:w c29:s c2a:w c3a:s c3c:t c3d:w c3e:t c45:s c46:t c49:s c4a:t
-c4e:s c55:t c57:s c58:w c5b:s c5d:w c5e:s c60:w c62:t c64:s c66:0 c70:s
-c78:0 c7c:1 c7f:s c80:w c81:t c84:s c85:w c8d:s c8e:w c91:s c92:w ca9:s
-caa:w cb4:s cb5:w cba:s cbc:t cbd:w cbe:t cc5:s cc6:t cc9:s cca:t cce:s
-cd5:t cd7:s cdd:w cdf:s ce0:w ce2:t ce4:s ce6:0 cf0:s cf1:w cf3:t cf4:s
-d00:t d04:w d0d:s d0e:w d11:s d12:w d3b:t d3d:w d3e:t d45:s d46:t d49:s
-d4a:t d4f:s d54:w d57:t d58:s d5f:w d62:t d64:s d66:0 d70:s d7a:w d80:s
-d81:t d84:s d85:w d97:s d9a:w db2:s db3:w dbc:s dbd:w dbe:s dc0:w dc7:s
-dca:t dcb:s dcf:t dd5:s dd6:t dd7:s dd8:t de0:s de6:0 df0:s df2:t df4:s
-e01:w e31:t e32:w e34:t e3b:s e40:w e46:t e4f:s e50:0 e5a:s e81:w e83:s
-e84:w e85:s e86:w e8b:s e8c:w ea4:s ea5:w ea6:s ea7:w eb1:t eb2:w eb4:t
-ebd:w ebe:s ec0:w ec5:s ec6:t ec7:s ec8:t ecf:s ed0:0 eda:s edc:q ede:w
-ee0:s f00:w f01:s f18:t f1a:s f20:0 f2a:1 f33:0 f34:s f35:t f36:s f37:t
-f38:s f39:t f3a:s f3e:t f40:w f48:s f49:w f6d:s f71:t f85:s f86:t f88:w
-f8d:t f98:s f99:t fbd:s fc6:t fc7:s 1000:w 102b:t 103f:w 1040:0 104a:s 1050:w
-1056:t 105a:w 105e:t 1061:w 1062:t 1065:w 1067:t 106e:w 1071:t 1075:w 1082:t 108e:w
-108f:t 1090:0 109a:t 109e:s 10a0:w 10c6:s 10c7:w 10c8:s 10cd:w 10ce:s 10d0:w 10fb:s
-10fc:w 115f:t 1161:w 1173:t 1174:w 1196:t 1197:w 1249:s 124a:w 124e:s 1250:w 1257:s
-1258:w 1259:s 125a:w 125e:s 1260:w 1289:s 128a:w 128e:s 1290:w 12b1:s 12b2:w 12b6:s
-12b8:w 12bf:s 12c0:w 12c1:s 12c2:w 12c6:s 12c8:w 12d7:s 12d8:w 1311:s 1312:w 1316:s
-1318:w 135b:s 135d:t 1360:s 1369:1 1372:s 1380:w 1390:s 13a0:w 13ae:t 13af:w 13f6:s
-13f8:w 13fe:s 1401:w 1427:t 1428:w 1433:t 1434:w 1437:t 1439:w 1440:t 1442:w 1444:t
-1446:w 144a:t 144b:w 166d:s 166f:w 1680:z 1681:w 169b:s 16a0:w 16b2:t 16b3:w 16cc:t
-16cd:w 16eb:s 16f1:w 16f9:s 1700:w 1712:t 1716:s 171f:w 1732:t 1735:s 1740:w 1752:t
-1754:s 1760:w 176d:s 176e:w 1771:s 1772:t 1774:s 1780:w 17b4:t 17d4:s 17d7:t 17d8:s
-17dc:w 17dd:t 17de:s 17e0:0 17ea:s 17f0:0 17fa:s 180b:t 1810:0 181a:s 1820:w 1843:t
-1844:w 1879:s 1880:w 1885:t 1887:w 18a9:t 18aa:w 18ab:s 18b0:w 18f6:s 1900:w 191f:s
-1920:t 192c:s 1930:t 193c:s 1946:0 1950:w 196e:s 1970:w 1975:s 1980:w 19ac:s 19b0:w
-19ca:s 19d0:0 19da:1 19db:s 1a00:w 1a17:t 1a1c:s 1a20:w 1a55:t 1a5f:s 1a60:t 1a7d:s
-1a7f:t 1a80:0 1a8a:s 1a90:0 1a9a:s 1aa7:t 1aa8:s 1ab0:t 1acf:s 1b00:t 1b05:w 1b34:t
-1b45:w 1b4d:s 1b50:0 1b5a:s 1b6b:t 1b74:s 1b80:t 1b83:w 1ba1:t 1bae:w 1bb0:0 1bba:w
-1be6:t 1bf4:s 1c00:w 1c24:t 1c38:s 1c40:0 1c4a:s 1c4d:w 1c50:0 1c5a:w 1c78:t 1c7e:s
-1c80:w 1c8b:s 1c90:w 1cbb:s 1cbd:w 1cc0:s 1cd0:t 1cd3:s 1cd4:t 1ce9:w 1ced:t 1cee:w
-1cf4:t 1cf5:w 1cf7:t 1cfa:w 1cfb:s 1d00:w 1d2f:t 1d30:w 1d3b:t 1d3c:w 1d4e:t 1d4f:w
-1d9e:t 1d9f:w 1dc0:t 1e00:w 1f16:s 1f18:w 1f1e:s 1f20:w 1f46:s 1f48:w 1f4e:s 1f50:w
-1f58:s 1f59:w 1f5a:s 1f5b:w 1f5c:s 1f5d:w 1f5e:s 1f5f:w 1f7e:s 1f80:w 1fb5:s 1fb6:w
-1fbd:z 1fbe:w 1fbf:z 1fc1:s 1fc2:w 1fc5:s 1fc6:w 1fcd:s 1fd0:w 1fd4:s 1fd6:w 1fdc:s
-1fe0:w 1fed:s 1ff2:w 1ff5:s 1ff6:w 1ffd:s 1ffe:z 1fff:s 2000:z 200b:t 2010:s 2017:z
-2018:s 2028:z 202a:t 202f:z 2030:s 203e:z 203f:s 205f:z 2060:t 2070:0 2071:w 2072:s
-2074:4 207a:s 207f:w 2080:0 208a:s 2090:w 209d:s 20a8:q 20a9:s 20d0:t 20f1:s 2100:q
-2102:w 2103:q 2104:s 2105:q 2107:w 2108:s 2109:q 210a:w 2114:s 2115:w 2116:q 2117:s
-2119:w 211e:s 2120:q 2123:s 2124:w 2125:s 2126:w 2127:s 2128:w 2129:s 212a:w 212e:s
-212f:w 213a:s 213b:q 213c:w 2140:s 2145:w 214a:s 214e:w 214f:s 2150:q 215f:1 2160:1
-2169:w 216a:q 216c:w 2170:1 2179:w 217a:q 217c:w 2180:s 2183:w 2185:6 2186:s 2189:0
-218a:s 2460:1 2469:q 2474:1 247d:q 2488:1 2491:q 24b6:w 24ea:0 24eb:q 24f5:1 24fe:q
-24ff:0 2500:s 2776:1 277f:q 2780:1 2789:q 278a:1 2793:q 2794:s 2c00:w 2cb4:t 2cb5:w
-2cba:t 2cbb:w 2cc6:t 2cc7:w 2ce5:s 2ceb:w 2cef:t 2cf2:w 2cf4:s 2d00:w 2d26:s 2d27:w
-2d28:s 2d2d:w 2d2e:s 2d30:w 2d48:t 2d49:w 2d51:t 2d52:w 2d68:s 2d6f:w 2d70:s 2d7f:t
-2d80:w 2d97:s 2da0:w 2da7:s 2da8:w 2daf:s 2db0:w 2db7:s 2db8:w 2dbf:s 2dc0:w 2dc7:s
-2dc8:w 2dcf:s 2dd0:w 2dd7:s 2dd8:w 2ddf:s 2de0:t 2e00:s 2e2f:t 2e30:s 2e9f:y 2ea0:s
-2ef3:y 2ef4:s 2f00:t 2f01:y 2f02:t 2f04:y 2fd6:s 3000:z 3001:s 3005:t 3006:y 3007:0
-3008:s 3021:1 302a:t 3030:s 3031:t 3036:s 3038:y 303b:t 303c:w 303d:s 3041:y 304f:t
-3050:y 3097:s 3099:t 309b:z 309d:t 309f:q 30a0:s 30a1:y 30ce:t 30cf:y 30fb:s 30fc:t
-30ff:q 3100:s 3105:y 3130:s 3131:w 3161:t 3162:w 3164:t 3165:w 318f:s 3192:1 3196:y
-31c0:s 31f0:y 3200:q 321f:s 3220:1 3229:q 3244:y 3248:q 3260:w 326e:q 327f:s 3280:1
-3289:q 328a:y 32b1:q 32d0:y 32e8:t 32e9:y 32ff:q 3328:y 3329:q 3400:y 4dc0:s 4e00:t
-4e01:y 4e36:t 4e37:y 4e3f:t 4e40:y a015:t a016:y a48d:s a4d0:w a4f8:t a4fe:s a500:w
-a60c:t a60d:s a610:w a620:0 a62a:w a62c:s a640:w a66f:t a673:s a674:t a67e:s a67f:t
-a680:w a69e:t a6a0:w a6e6:1 a6ef:0 a6f0:t a6f2:s a717:t a720:s a722:w a778:t a779:w
-a788:t a789:s a78b:w a78c:t a78d:w a78f:t a790:w a7ce:s a7d0:w a7d2:s a7d3:w a7d4:s
-a7d5:w a7dd:s a7f2:w a7f7:t a7f8:w a802:t a803:w a806:t a807:w a80b:t a80c:w a823:t
-a828:s a82c:t a82d:s a840:w a874:s a880:t a882:w a8b4:t a8c6:s a8d0:0 a8da:s a8e0:t
-a8f2:w a8f8:s a8fb:w a8fc:s a8fd:w a8ff:t a900:0 a90a:w a926:t a92e:s a930:w a947:t
-a954:s a960:w a97d:s a980:t a984:w a9b3:t a9c1:s a9cf:t a9d0:0 a9da:s a9e0:w a9e5:t
-a9e7:w a9f0:0 a9fa:w a9ff:s aa00:w aa29:t aa37:s aa40:w aa43:t aa44:w aa4c:t aa4e:s
-aa50:0 aa5a:s aa60:w aa70:t aa71:w aa77:s aa7a:w aa7b:t aa7e:w aab0:t aab1:w aab2:t
-aab5:w aab7:t aab9:w aabe:t aac0:w aac1:t aac2:w aac3:s aadb:w aadd:t aade:s aae0:w
-aaeb:t aaf0:s aaf2:w aaf3:t aaf7:s ab01:w ab07:s ab09:w ab0f:s ab11:w ab17:s ab20:w
-ab27:s ab28:w ab2f:s ab30:w ab5b:s ab5c:w ab6a:s ab70:w abe3:t abeb:s abec:t abee:s
-abf0:0 abfa:s ac00:y d7a4:s d7b0:w d7c7:s d7cb:w d7fc:s f900:y fa6e:s fa70:y fada:s
-fb00:q fb07:s fb13:q fb18:s fb1d:w fb1e:t fb1f:w fb29:s fb2a:w fb37:s fb38:w fb3d:s
-fb3e:w fb3f:s fb40:w fb42:s fb43:w fb45:s fb46:w fb4f:q fb50:w fbb2:s fbd3:w fbdd:q
-fbde:w fbea:q fbfc:w fc00:q fc5b:w fc5e:z fc64:q fc90:w fc91:q fcd9:w fcda:q fcf2:t
-fcf5:q fd3c:w fd3e:s fd50:q fd90:s fd92:q fdc8:s fdf0:q fdfd:s fe00:t fe10:s fe20:t
-fe30:s fe49:z fe4d:s fe70:z fe71:t fe72:z fe73:w fe74:z fe75:s fe76:z fe77:t fe78:z
-fe79:t fe7a:z fe7b:t fe7c:z fe7d:t fe7e:z fe7f:t fe80:w fef5:q fefd:s feff:t ff00:s
-ff10:0 ff1a:s ff21:w ff3b:s ff41:w ff5b:s ff66:y ff70:t ff71:y ff89:t ff8a:y ff9e:t
-ffa1:w ffbf:s ffc2:w ffc8:s ffca:w ffd0:s ffd2:w ffd8:s ffda:t ffdb:w ffdd:s ffe3:z
-ffe4:s fff0:t fffc:s 10000:w 1000c:s 1000d:w 10027:s 10028:w 1003b:s 1003c:w 1003e:s 1003f:w
-1004e:s 10050:w 1005e:s 10080:w 100fb:s 10107:1 10110:s 10142:1 10143:5 10144:s 10148:5 10149:s
-1014f:5 10150:s 10158:1 10159:1 1015a:1 1015c:2 1015d:2 1015e:2 1015f:5 10160:s 10173:5 10174:s
-1018a:0 1018b:s 101fd:t 101fe:s 10280:w 1029b:t 1029c:w 1029d:s 102a0:w 102d1:s 102e0:t 102e1:1
-102ea:s 10300:w 1031f:t 10320:1 10321:5 10322:s 1032d:w 10341:s 10342:w 1034a:s 10350:w 10376:t
-1037b:s 10380:w 1039e:s 103a0:w 103c4:s 103c8:w 103d0:s 103d1:1 103d3:s 10400:w 1049e:s 104a0:0
-104aa:s 104b0:w 104d4:s 104d8:w 104fc:s 10500:w 10528:s 10530:w 10564:s 10570:w 1057b:s 1057c:w
-1058b:s 1058c:w 10593:s 10594:w 10596:s 10597:w 105a2:s 105a3:w 105b2:s 105b3:w 105ba:s 105bb:w
-105bd:s 105c0:w 105f4:s 10600:w 10737:s 10740:w 10756:s 10760:w 10768:s 10780:t 10783:w 10786:s
-10787:w 107b1:s 107b2:w 107bb:s 10800:w 10806:s 10808:w 10809:s 1080a:w 10836:s 10837:w 10839:s
-1083c:w 1083d:s 1083f:w 10856:s 10858:1 1085b:s 10860:w 10877:s 10879:1 1087e:s 10880:w 1089f:s
-108a7:1 108ab:4 108ad:s 108e0:w 108f3:s 108f4:w 108f6:s 108fb:1 108fc:5 108fd:s 10900:w 10916:1
-10917:s 1091a:2 1091c:s 10920:w 1093a:s 10980:w 109b8:s 109be:w 109c0:1 109c9:s 10a00:w 10a01:t
-10a04:s 10a05:t 10a07:s 10a0c:t 10a10:w 10a14:s 10a15:w 10a18:s 10a19:w 10a36:s 10a38:t 10a3b:s
-10a3f:t 10a40:1 10a44:s 10a60:w 10a7d:1 10a7e:s 10a80:w 10a9d:1 10a9e:s 10ac0:w 10ac8:s 10ac9:w
-10ae5:t 10ae7:s 10aeb:1 10aec:5 10aed:s 10b00:w 10b36:s 10b40:w 10b56:s 10b58:1 10b5c:s 10b60:w
-10b73:s 10b78:1 10b7c:s 10b80:w 10b92:s 10ba9:1 10bad:s 10c00:w 10c49:s 10c80:w 10cb3:s 10cc0:w
-10cf3:s 10cfa:1 10cfb:5 10cfc:s 10d00:w 10d24:t 10d28:s 10d30:0 10d3a:s 10d40:0 10d4a:w 10d4e:t
-10d4f:w 10d66:s 10d69:t 10d6e:s 10d6f:t 10d70:w 10d86:s 10e60:1 10e69:s 10e80:w 10eaa:s 10eab:t
-10ead:s 10eb0:w 10eb2:s 10ec2:w 10ec5:s 10efc:t 10f00:w 10f1d:1 10f22:s 10f27:w 10f28:s 10f30:w
-10f46:t 10f51:1 10f52:s 10f70:w 10f82:t 10f86:s 10fb0:w 10fc5:1 10fc9:s 10fe0:w 10ff7:s 11000:t
-11003:w 11038:t 11047:s 11052:1 1105b:s 11066:0 11070:t 11071:w 11073:t 11075:w 11076:s 1107f:t
-11083:w 110b0:t 110bb:s 110bd:t 110be:s 110c2:t 110c3:s 110cd:t 110ce:s 110d0:w 110e9:s 110f0:0
-110fa:s 11100:t 11103:w 11127:t 11135:s 11136:0 11140:s 11144:w 11145:t 11147:w 11148:s 11150:w
-11173:t 11174:s 11176:w 11177:s 11180:t 11183:w 111b3:t 111c1:w 111c5:s 111c9:t 111cd:s 111ce:t
-111d0:0 111da:w 111db:s 111dc:w 111dd:s 111e1:1 111ea:s 11200:w 11212:s 11213:w 1122c:t 11238:s
-1123e:t 1123f:w 11241:t 11242:s 11280:w 11287:s 11288:w 11289:s 1128a:w 1128e:s 1128f:w 1129e:s
-1129f:w 112a9:s 112b0:w 112df:t 112eb:s 112f0:0 112fa:s 11300:t 11304:s 11305:w 1130d:s 1130f:w
-11311:s 11313:w 11329:s 1132a:w 11331:s 11332:w 11334:s 11335:w 1133a:s 1133b:t 1133d:w 1133e:t
-11345:s 11347:t 11349:s 1134b:t 1134e:s 11350:w 11351:s 11357:t 11358:s 1135d:w 11362:t 11364:s
-11366:t 1136d:s 11370:t 11375:s 11380:w 1138a:s 1138b:w 1138c:s 1138e:w 1138f:s 11390:w 113b6:s
-113b7:y 113b8:t 113c1:s 113c2:t 113c3:s 113c5:t 113c6:s 113c7:t 113cb:s 113cc:t 113d1:w 113d2:t
-113d3:y 113d4:s 113e1:t 113e3:s 11400:w 11435:t 11447:w 1144b:s 11450:0 1145a:s 1145e:t 1145f:w
-11462:s 11480:w 114b0:t 114c4:w 114c6:s 114c7:w 114c8:s 114d0:0 114da:s 11580:w 115af:t 115b6:s
-115b8:t 115c1:s 115d8:w 115dc:t 115de:s 11600:w 11630:t 11641:s 11644:w 11645:s 11650:0 1165a:s
-11680:w 116ab:t 116b8:w 116b9:s 116c0:0 116ca:s 116d0:0 116da:0 116e4:s 11700:w 1171b:s 1171d:t
-1172c:s 11730:0 1173a:s 11740:w 11747:s 11800:w 1182c:t 1183b:s 118a0:w 118a8:t 118a9:w 118e0:0
-118ea:s 118ff:w 11907:s 11909:w 1190a:s 1190c:w 11914:s 11915:w 11917:s 11918:w 11930:t 11936:s
-11937:t 11939:s 1193b:t 1193f:w 11940:t 11941:w 11942:t 11944:s 11950:0 1195a:s 119a0:w 119a8:s
-119aa:w 119d1:t 119d8:s 119da:t 119e1:w 119e2:s 119e3:w 119e4:t 119e5:s 11a00:w 11a01:t 11a0b:w
-11a33:t 11a3a:w 11a3b:t 11a3f:s 11a47:t 11a48:s 11a50:w 11a51:t 11a5c:w 11a8a:t 11a9a:s 11a9d:w
-11a9e:s 11ab0:w 11af9:s 11bc0:w 11be1:s 11bf0:0 11bfa:s 11c00:w 11c09:s 11c0a:w 11c2f:t 11c37:s
-11c38:t 11c40:w 11c41:s 11c50:0 11c5a:1 11c63:s 11c72:w 11c90:s 11c92:t 11ca8:s 11ca9:t 11cb7:s
-11d00:w 11d07:s 11d08:w 11d0a:s 11d0b:w 11d31:t 11d37:s 11d3a:t 11d3b:s 11d3c:t 11d3e:s 11d3f:t
-11d46:w 11d47:t 11d48:s 11d50:0 11d5a:s 11d60:w 11d66:s 11d67:w 11d69:s 11d6a:w 11d8a:t 11d8f:s
-11d90:t 11d92:s 11d93:t 11d98:w 11d99:s 11da0:0 11daa:s 11ee0:w 11ef3:t 11ef7:s 11f00:t 11f02:w
-11f03:t 11f04:w 11f11:s 11f12:w 11f34:t 11f3b:s 11f3e:t 11f43:s 11f50:0 11f5a:t 11f5b:s 11fb0:w
-11fb1:s 12000:w 1239a:s 12400:2 12408:3 1240f:4 12415:1 1241e:1 12423:2 12425:3 1242c:1 1242f:3
-12432:s 12434:1 12437:3 1243a:3 1243b:3 1243d:4 1243e:4 1243f:4 12440:6 12442:7 12443:7 12445:8
-12447:9 12448:9 12449:9 1244a:2 1244f:1 12453:4 12455:5 12456:2 12458:1 1245a:s 12469:4 1246f:s
-12480:w 12544:s 12f90:w 12ff1:s 13000:w 13430:t 13441:w 13447:t 13456:s 13460:w 143fb:s 14400:w
-14647:s 16100:w 1611e:t 16130:0 1613a:s 16800:w 16a39:s 16a40:w 16a5f:s 16a60:0 16a6a:s 16a70:w
-16abf:s 16ac0:0 16aca:s 16ad0:w 16aee:s 16af0:t 16af5:s 16b00:w 16b30:t 16b37:s 16b40:t 16b44:s
-16b50:0 16b5a:s 16b63:w 16b78:s 16b7d:w 16b90:s 16d40:t 16d43:w 16d6b:t 16d6d:s 16d70:0 16d7a:s
-16e40:w 16e80:0 16e8a:s 16e94:1 16e97:s 16f00:w 16f3f:t 16f40:w 16f4b:s 16f4f:t 16f50:w 16f51:t
-16f88:s 16f8f:t 16fa0:s 16fe0:t 16fe2:s 16fe3:t 16fe5:s 16ff0:t 16ff2:s 17000:y 187f8:s 18800:y
-18b00:w 18cd6:s 18cff:w 18d00:y 18d09:s 1aff0:t 1aff4:s 1aff5:t 1affc:s 1affd:t 1afff:s 1b000:y
-1b123:s 1b132:y 1b133:s 1b150:y 1b153:s 1b155:y 1b156:s 1b164:y 1b168:s 1b170:y 1b2fc:s 1bc00:w
-1bc6b:s 1bc70:w 1bc7d:s 1bc80:w 1bc89:s 1bc90:w 1bc9a:s 1bc9d:t 1bc9f:s 1bca0:t 1bca4:s 1ccd6:w
-1ccf0:0 1ccfa:s 1cf00:t 1cf2e:s 1cf30:t 1cf47:s 1d165:t 1d16a:s 1d16d:t 1d183:s 1d185:t 1d18c:s
-1d1aa:t 1d1ae:s 1d242:t 1d245:s 1d2c0:0 1d2ca:s 1d2e0:0 1d2ea:s 1d360:1 1d369:1 1d372:1 1d377:1
-1d378:5 1d379:s 1d400:w 1d455:s 1d456:w 1d49d:s 1d49e:w 1d4a0:s 1d4a2:w 1d4a3:s 1d4a5:w 1d4a7:s
-1d4a9:w 1d4ad:s 1d4ae:w 1d4ba:s 1d4bb:w 1d4bc:s 1d4bd:w 1d4c4:s 1d4c5:w 1d506:s 1d507:w 1d50b:s
-1d50d:w 1d515:s 1d516:w 1d51d:s 1d51e:w 1d53a:s 1d53b:w 1d53f:s 1d540:w 1d545:s 1d546:w 1d547:s
-1d54a:w 1d551:s 1d552:w 1d6a6:s 1d6a8:w 1d6c1:s 1d6c2:w 1d6db:s 1d6dc:w 1d6fb:s 1d6fc:w 1d715:s
-1d716:w 1d735:s 1d736:w 1d74f:s 1d750:w 1d76f:s 1d770:w 1d789:s 1d78a:w 1d7a9:s 1d7aa:w 1d7c3:s
-1d7c4:w 1d7cc:s 1d7ce:0 1d7d8:0 1d7e2:0 1d7ec:0 1d7f6:0 1d800:s 1da00:t 1da37:s 1da3b:t 1da6d:s
-1da75:t 1da76:s 1da84:t 1da85:s 1da9b:t 1daa0:s 1daa1:t 1dab0:s 1df00:w 1df1f:s 1df25:w 1df2b:s
-1e000:t 1e007:s 1e008:t 1e019:s 1e01b:t 1e022:s 1e023:t 1e025:s 1e026:t 1e02b:s 1e030:w 1e06e:s
-1e08f:t 1e090:s 1e100:w 1e12d:s 1e130:t 1e13e:s 1e140:0 1e14a:s 1e14e:w 1e14f:s 1e290:w 1e2ae:t
-1e2af:s 1e2c0:w 1e2ec:t 1e2f0:0 1e2fa:s 1e4d0:w 1e4eb:t 1e4f0:0 1e4fa:s 1e5d0:w 1e5ee:t 1e5f0:w
-1e5f1:0 1e5fb:s 1e7e0:w 1e7e7:s 1e7e8:w 1e7ec:s 1e7ed:w 1e7ef:s 1e7f0:w 1e7ff:s 1e800:w 1e8c5:s
-1e8c7:1 1e8d0:t 1e8d7:s 1e900:w 1e944:t 1e94c:s 1e950:0 1e95a:s 1ec71:1 1ec7a:s 1eca3:1 1ecac:s
-1ecb1:1 1ecb3:s 1ed01:1 1ed0a:s 1ed2f:2 1ed37:s 1ee00:w 1ee04:s 1ee05:w 1ee20:s 1ee21:w 1ee23:s
-1ee24:w 1ee25:s 1ee27:w 1ee28:s 1ee29:w 1ee33:s 1ee34:w 1ee38:s 1ee39:w 1ee3a:s 1ee3b:w 1ee3c:s
-1ee42:w 1ee43:s 1ee47:w 1ee48:s 1ee49:w 1ee4a:s 1ee4b:w 1ee4c:s 1ee4d:w 1ee50:s 1ee51:w 1ee53:s
-1ee54:w 1ee55:s 1ee57:w 1ee58:s 1ee59:w 1ee5a:s 1ee5b:w 1ee5c:s 1ee5d:w 1ee5e:s 1ee5f:w 1ee60:s
-1ee61:w 1ee63:s 1ee64:w 1ee65:s 1ee67:w 1ee6b:s 1ee6c:w 1ee73:s 1ee74:w 1ee78:s 1ee79:w 1ee7d:s
-1ee7e:w 1ee7f:s 1ee80:w 1ee8a:s 1ee8b:w 1ee9c:s 1eea1:w 1eea4:s 1eea5:w 1eeaa:s 1eeab:w 1eebc:s
-1f100:0 1f101:0 1f10b:0 1f10c:0 1f10d:s 1f110:q 1f12b:w 1f12d:q 1f12f:s 1f130:w 1f14a:q 1f150:s
-1f16a:q 1f16d:s 1f190:q 1f191:s 1f200:q 1f202:y 1f203:s 1f210:y 1f229:t 1f22a:y 1f23c:s 1f240:q
-1f249:s 1f250:y 1f252:s 1fbf0:0 1fbfa:s 20000:y 21fe8:t 21fe9:y 2a6e0:s 2a700:y 2b73a:s 2b740:y
-2b81e:s 2b820:y 2cea2:s 2ceb0:y 2ebe1:s 2ebf0:y 2ee5e:s 2f800:y 2fa1e:s 30000:y 3134b:s 31350:y
-323b0:s e0000:t e1000:s
+0:s 9:z e:s 20:z 21:s 30:0 3a:s 41:y 5b:s 61:y 7b:s 85:z
+86:s a0:z a1:s a8:z a9:s aa:y ab:s ad:t ae:s af:z b0:s b2:2
+b4:z b5:w b6:s b8:z b9:1 ba:y bb:s bc:q bf:s c0:w d7:s d8:w
+f0:t f1:w f7:s f8:w 132:q 134:w 13f:q 141:w 149:y 14a:w 17f:y 180:w
+1c3:t 1c4:q 1cd:w 1f1:q 1f4:w 241:t 242:w 294:t 295:w 2b0:y 2b1:w 2b2:y
+2b4:w 2b7:y 2b9:t 2c2:s 2c6:t 2d2:s 2d8:z 2de:s 2e0:w 2e1:y 2e4:w 2e5:s
+2ec:t 2ed:s 2ee:t 2ef:s 300:t 370:w 374:t 375:s 376:w 378:s 37a:z 37b:w
+37e:s 37f:w 380:s 384:z 385:s 386:w 387:s 388:w 38b:s 38c:w 38d:s 38e:w
+3a2:s 3a3:w 3f6:s 3f7:w 482:s 483:t 48a:w 530:s 531:w 557:s 559:t 55a:s
+560:w 587:q 588:w 589:s 591:t 5be:s 5bf:t 5c0:s 5c1:t 5c3:s 5c4:t 5c6:s
+5c7:t 5c8:s 5d0:w 5d9:t 5da:w 5eb:s 5ef:w 5f2:t 5f3:s 600:t 606:s 610:t
+61b:s 61c:t 61d:s 620:w 640:t 641:w 64b:t 660:0 66a:s 66e:w 670:t 671:w
+675:q 679:w 6d4:s 6d5:w 6d6:t 6de:s 6df:t 6e9:s 6ea:t 6ee:w 6f0:0 6fa:w
+6fd:s 6ff:w 700:s 70f:t 710:w 711:t 712:w 730:t 74b:s 74d:w 7a6:t 7b1:w
+7b2:s 7c0:0 7ca:w 7eb:t 7f6:s 7fa:t 7fb:s 7fd:t 7fe:s 800:w 816:t 82e:s
+840:w 859:t 85c:s 860:w 86b:s 870:w 888:s 889:w 88f:s 890:t 892:s 897:t
+8a0:w 8c9:t 904:w 93a:t 93d:w 93e:t 950:w 951:t 958:w 962:t 964:s 966:0
+970:s 971:t 972:w 97d:t 97e:w 981:t 984:s 985:w 98d:s 98f:w 991:s 993:w
+9a9:s 9aa:w 9b1:s 9b2:w 9b3:s 9b6:w 9ba:s 9bc:t 9bd:w 9be:t 9c5:s 9c7:t
+9c9:s 9cb:t 9ce:w 9cf:s 9d7:t 9d8:s 9dc:w 9de:s 9df:w 9e2:t 9e4:s 9e6:0
+9f0:w 9f2:s 9fc:w 9fd:s 9fe:t 9ff:s a01:t a04:s a05:w a0b:s a0f:w a11:s
+a13:w a29:s a2a:w a31:s a32:w a34:s a35:w a37:s a38:w a3a:s a3c:t a3d:s
+a3e:t a43:s a47:t a49:s a4b:t a4e:s a51:t a52:s a59:w a5d:s a5e:w a5f:s
+a66:0 a70:t a72:w a75:t a76:s a81:t a84:s a85:w a8e:s a8f:w a92:s a93:w
+aa9:s aaa:w ab1:s ab2:w ab4:s ab5:w aba:s abc:t abd:w abe:t ac6:s ac7:t
+aca:s acb:t ace:s ad0:w ad1:s ae0:w ae2:t ae4:s ae6:0 af0:s af9:w afa:t
+b00:s b01:t b04:s b05:w b0d:s b0f:w b11:s b13:w b29:s b2a:w b31:s b32:w
+b34:s b35:w b3a:s b3c:t b3d:w b3e:t b45:s b47:t b49:s b4b:t b4e:s b55:t
+b58:s b5c:w b5e:s b5f:w b62:t b64:s b66:0 b70:s b71:w b72:s b82:t b83:w
+b84:s b85:w b8b:s b8e:w b91:s b92:w b96:s b99:w b9b:s b9c:w b9d:s b9e:w
+ba0:s ba3:w ba5:s ba8:w bab:s bae:w bba:s bbe:t bc3:s bc6:t bc9:s bca:t
+bce:s bd0:w bd1:s bd7:t bd8:s be6:0 bf0:s c00:t c05:w c0d:s c0e:w c11:s
+c12:w c29:s c2a:w c3a:s c3c:t c3d:w c3e:t c45:s c46:t c49:s c4a:t c4e:s
+c55:t c57:s c58:w c5b:s c5d:w c5e:s c60:w c62:t c64:s c66:0 c70:s c78:0
+c7c:1 c7f:s c80:w c81:t c84:s c85:w c8d:s c8e:w c91:s c92:w ca9:s caa:w
+cb4:s cb5:w cba:s cbc:t cbd:w cbe:t cc5:s cc6:t cc9:s cca:t cce:s cd5:t
+cd7:s cdd:w cdf:s ce0:w ce2:t ce4:s ce6:0 cf0:s cf1:w cf3:t cf4:s d00:t
+d04:w d0d:s d0e:w d11:s d12:w d3b:t d3d:w d3e:t d45:s d46:t d49:s d4a:t
+d4f:s d54:w d57:t d58:s d5f:w d62:t d64:s d66:0 d70:s d7a:w d80:s d81:t
+d84:s d85:w d97:s d9a:w db2:s db3:w dbc:s dbd:w dbe:s dc0:w dc7:s dca:t
+dcb:s dcf:t dd5:s dd6:t dd7:s dd8:t de0:s de6:0 df0:s df2:t df4:s e01:w
+e31:t e32:w e34:t e3b:s e40:w e46:t e4f:s e50:0 e5a:s e81:w e83:s e84:w
+e85:s e86:w e8b:s e8c:w ea4:s ea5:w ea6:s ea7:w eb1:t eb2:w eb4:t ebd:w
+ebe:s ec0:w ec5:s ec6:t ec7:s ec8:t ecf:s ed0:0 eda:s edc:q ede:w ee0:s
+f00:w f01:s f18:t f1a:s f20:0 f2a:1 f33:0 f34:s f35:t f36:s f37:t f38:s
+f39:t f3a:s f3e:t f40:w f48:s f49:w f6d:s f71:t f85:s f86:t f88:w f8d:t
+f98:s f99:t fbd:s fc6:t fc7:s 1000:w 102b:t 103f:w 1040:0 104a:s 1050:w 1056:t
+105a:w 105e:t 1061:w 1062:t 1065:w 1067:t 106e:w 1071:t 1075:w 1082:t 108e:w 108f:t
+1090:0 109a:t 109e:s 10a0:w 10c6:s 10c7:w 10c8:s 10cd:w 10ce:s 10d0:w 10fb:s 10fc:w
+115f:t 1161:w 1173:t 1174:w 1196:t 1197:w 1249:s 124a:w 124e:s 1250:w 1257:s 1258:w
+1259:s 125a:w 125e:s 1260:w 1289:s 128a:w 128e:s 1290:w 12b1:s 12b2:w 12b6:s 12b8:w
+12bf:s 12c0:w 12c1:s 12c2:w 12c6:s 12c8:w 12d7:s 12d8:w 1311:s 1312:w 1316:s 1318:w
+135b:s 135d:t 1360:s 1369:1 1372:s 1380:w 1390:s 13a0:w 13ae:t 13af:w 13f6:s 13f8:w
+13fe:s 1401:w 1427:t 1428:w 1433:t 1434:w 1437:t 1439:w 1440:t 1442:w 1444:t 1446:w
+144a:t 144b:w 166d:s 166f:w 1680:z 1681:w 169b:s 16a0:w 16b2:t 16b3:w 16cc:t 16cd:w
+16eb:s 16f1:w 16f9:s 1700:w 1712:t 1716:s 171f:w 1732:t 1735:s 1740:w 1752:t 1754:s
+1760:w 176d:s 176e:w 1771:s 1772:t 1774:s 1780:w 17b4:t 17d4:s 17d7:t 17d8:s 17dc:w
+17dd:t 17de:s 17e0:0 17ea:s 17f0:0 17fa:s 180b:t 1810:0 181a:s 1820:w 1843:t 1844:w
+1879:s 1880:w 1885:t 1887:w 18a9:t 18aa:w 18ab:s 18b0:w 18f6:s 1900:w 191f:s 1920:t
+192c:s 1930:t 193c:s 1946:0 1950:w 196e:s 1970:w 1975:s 1980:w 19ac:s 19b0:w 19ca:s
+19d0:0 19da:1 19db:s 1a00:w 1a17:t 1a1c:s 1a20:w 1a55:t 1a5f:s 1a60:t 1a7d:s 1a7f:t
+1a80:0 1a8a:s 1a90:0 1a9a:s 1aa7:t 1aa8:s 1ab0:t 1acf:s 1b00:t 1b05:w 1b34:t 1b45:w
+1b4d:s 1b50:0 1b5a:s 1b6b:t 1b74:s 1b80:t 1b83:w 1ba1:t 1bae:w 1bb0:0 1bba:w 1be6:t
+1bf4:s 1c00:w 1c24:t 1c38:s 1c40:0 1c4a:s 1c4d:w 1c50:0 1c5a:w 1c78:t 1c7e:s 1c80:w
+1c8b:s 1c90:w 1cbb:s 1cbd:w 1cc0:s 1cd0:t 1cd3:s 1cd4:t 1ce9:w 1ced:t 1cee:w 1cf4:t
+1cf5:w 1cf7:t 1cfa:w 1cfb:s 1d00:w 1d2c:y 1d2d:w 1d2e:y 1d2f:t 1d30:y 1d32:w 1d33:y
+1d3b:t 1d3c:y 1d3d:w 1d3e:y 1d44:w 1d47:y 1d4a:w 1d4d:y 1d4e:t 1d4f:y 1d51:w 1d52:y
+1d53:w 1d56:y 1d59:w 1d5b:y 1d5c:w 1d62:y 1d66:w 1d9c:y 1d9d:w 1d9e:t 1d9f:w 1da0:y
+1da1:w 1dbb:y 1dbc:w 1dc0:t 1e00:w 1e9a:y 1e9b:w 1f16:s 1f18:w 1f1e:s 1f20:w 1f46:s
+1f48:w 1f4e:s 1f50:w 1f58:s 1f59:w 1f5a:s 1f5b:w 1f5c:s 1f5d:w 1f5e:s 1f5f:w 1f7e:s
+1f80:w 1fb5:s 1fb6:w 1fbd:z 1fbe:w 1fbf:z 1fc1:s 1fc2:w 1fc5:s 1fc6:w 1fcd:s 1fd0:w
+1fd4:s 1fd6:w 1fdc:s 1fe0:w 1fed:s 1ff2:w 1ff5:s 1ff6:w 1ffd:s 1ffe:z 1fff:s 2000:z
+200b:t 2010:s 2017:z 2018:s 2028:z 202a:t 202f:z 2030:s 203e:z 203f:s 205f:z 2060:t
+2070:0 2071:y 2072:s 2074:4 207a:s 207f:y 2080:0 208a:s 2090:y 2094:w 2095:y 209d:s
+20a8:q 20a9:s 20d0:t 20f1:s 2100:q 2102:y 2103:q 2104:s 2105:q 2107:w 2108:s 2109:q
+210a:y 210f:w 2110:y 2114:s 2115:y 2116:q 2117:s 2119:y 211e:s 2120:q 2123:s 2124:y
+2125:s 2126:w 2127:s 2128:y 2129:s 212a:w 212c:y 212e:s 212f:y 2132:w 2133:y 2135:w
+2139:y 213a:s 213b:q 213c:w 2140:s 2145:y 214a:s 214e:w 214f:s 2150:q 215f:1 2160:1
+2169:y 216a:q 216c:y 2170:1 2179:y 217a:q 217c:y 2180:s 2183:w 2185:6 2186:s 2189:0
+218a:s 2460:1 2469:q 2474:1 247d:q 2488:1 2491:q 24b6:y 24ea:0 24eb:q 24f5:1 24fe:q
+24ff:0 2500:s 2776:1 277f:q 2780:1 2789:q 278a:1 2793:q 2794:s 2c00:w 2c7c:y 2c7e:w
+2cb4:t 2cb5:w 2cba:t 2cbb:w 2cc6:t 2cc7:w 2ce5:s 2ceb:w 2cef:t 2cf2:w 2cf4:s 2d00:w
+2d26:s 2d27:w 2d28:s 2d2d:w 2d2e:s 2d30:w 2d48:t 2d49:w 2d51:t 2d52:w 2d68:s 2d6f:w
+2d70:s 2d7f:t 2d80:w 2d97:s 2da0:w 2da7:s 2da8:w 2daf:s 2db0:w 2db7:s 2db8:w 2dbf:s
+2dc0:w 2dc7:s 2dc8:w 2dcf:s 2dd0:w 2dd7:s 2dd8:w 2ddf:s 2de0:t 2e00:s 2e2f:t 2e30:s
+2e9f:y 2ea0:s 2ef3:y 2ef4:s 2f00:t 2f01:y 2f02:t 2f04:y 2fd6:s 3000:z 3001:s 3005:t
+3006:y 3007:0 3008:s 3021:1 302a:t 3030:s 3031:t 3036:s 3038:y 303b:t 303c:w 303d:s
+3041:y 304f:t 3050:y 3097:s 3099:t 309b:z 309d:t 309f:q 30a0:s 30a1:y 30ce:t 30cf:y
+30fb:s 30fc:t 30ff:q 3100:s 3105:y 3130:s 3131:w 3161:t 3162:w 3164:t 3165:w 318f:s
+3192:1 3196:y 31c0:s 31f0:y 3200:q 321f:s 3220:1 3229:q 3244:y 3248:q 3260:w 326e:q
+327f:s 3280:1 3289:q 328a:y 32b1:q 32d0:y 32e8:t 32e9:y 32ff:q 3328:y 3329:q 3400:y
+4dc0:s 4e00:t 4e01:y 4e36:t 4e37:y 4e3f:t 4e40:y a015:t a016:y a48d:s a4d0:w a4f8:t
+a4fe:s a500:w a60c:t a60d:s a610:w a620:0 a62a:w a62c:s a640:w a66f:t a673:s a674:t
+a67e:s a67f:t a680:w a69e:t a6a0:w a6e6:1 a6ef:0 a6f0:t a6f2:s a717:t a720:s a722:w
+a778:t a779:w a788:t a789:s a78b:w a78c:t a78d:w a78f:t a790:w a7ce:s a7d0:w a7d2:s
+a7d3:w a7d4:s a7d5:w a7dd:s a7f2:y a7f5:w a7f7:t a7f8:w a802:t a803:w a806:t a807:w
+a80b:t a80c:w a823:t a828:s a82c:t a82d:s a840:w a874:s a880:t a882:w a8b4:t a8c6:s
+a8d0:0 a8da:s a8e0:t a8f2:w a8f8:s a8fb:w a8fc:s a8fd:w a8ff:t a900:0 a90a:w a926:t
+a92e:s a930:w a947:t a954:s a960:w a97d:s a980:t a984:w a9b3:t a9c1:s a9cf:t a9d0:0
+a9da:s a9e0:w a9e5:t a9e7:w a9f0:0 a9fa:w a9ff:s aa00:w aa29:t aa37:s aa40:w aa43:t
+aa44:w aa4c:t aa4e:s aa50:0 aa5a:s aa60:w aa70:t aa71:w aa77:s aa7a:w aa7b:t aa7e:w
+aab0:t aab1:w aab2:t aab5:w aab7:t aab9:w aabe:t aac0:w aac1:t aac2:w aac3:s aadb:w
+aadd:t aade:s aae0:w aaeb:t aaf0:s aaf2:w aaf3:t aaf7:s ab01:w ab07:s ab09:w ab0f:s
+ab11:w ab17:s ab20:w ab27:s ab28:w ab2f:s ab30:w ab5b:s ab5c:w ab6a:s ab70:w abe3:t
+abeb:s abec:t abee:s abf0:0 abfa:s ac00:y d7a4:s d7b0:w d7c7:s d7cb:w d7fc:s f900:y
+fa6e:s fa70:y fada:s fb00:q fb07:s fb13:q fb18:s fb1d:w fb1e:t fb1f:w fb29:s fb2a:w
+fb37:s fb38:w fb3d:s fb3e:w fb3f:s fb40:w fb42:s fb43:w fb45:s fb46:w fb4f:q fb50:w
+fbb2:s fbd3:w fbdd:q fbde:w fbea:q fbfc:w fc00:q fc5b:w fc5e:z fc64:q fc90:w fc91:q
+fcd9:w fcda:q fcf2:t fcf5:q fd3c:w fd3e:s fd50:q fd90:s fd92:q fdc8:s fdf0:q fdfd:s
+fe00:t fe10:s fe20:t fe30:s fe49:z fe4d:s fe70:z fe71:t fe72:z fe73:w fe74:z fe75:s
+fe76:z fe77:t fe78:z fe79:t fe7a:z fe7b:t fe7c:z fe7d:t fe7e:z fe7f:t fe80:w fef5:q
+fefd:s feff:t ff00:s ff10:0 ff1a:s ff21:y ff3b:s ff41:y ff5b:s ff66:y ff70:t ff71:y
+ff89:t ff8a:y ff9e:t ffa1:w ffbf:s ffc2:w ffc8:s ffca:w ffd0:s ffd2:w ffd8:s ffda:t
+ffdb:w ffdd:s ffe3:z ffe4:s fff0:t fffc:s 10000:w 1000c:s 1000d:w 10027:s 10028:w 1003b:s
+1003c:w 1003e:s 1003f:w 1004e:s 10050:w 1005e:s 10080:w 100fb:s 10107:1 10110:s 10142:1 10143:5
+10144:s 10148:5 10149:s 1014f:5 10150:s 10158:1 10159:1 1015a:1 1015c:2 1015d:2 1015e:2 1015f:5
+10160:s 10173:5 10174:s 1018a:0 1018b:s 101fd:t 101fe:s 10280:w 1029b:t 1029c:w 1029d:s 102a0:w
+102d1:s 102e0:t 102e1:1 102ea:s 10300:w 1031f:t 10320:1 10321:5 10322:s 1032d:w 10341:s 10342:w
+1034a:s 10350:w 10376:t 1037b:s 10380:w 1039e:s 103a0:w 103c4:s 103c8:w 103d0:s 103d1:1 103d3:s
+10400:w 1049e:s 104a0:0 104aa:s 104b0:w 104d4:s 104d8:w 104fc:s 10500:w 10528:s 10530:w 10564:s
+10570:w 1057b:s 1057c:w 1058b:s 1058c:w 10593:s 10594:w 10596:s 10597:w 105a2:s 105a3:w 105b2:s
+105b3:w 105ba:s 105bb:w 105bd:s 105c0:w 105f4:s 10600:w 10737:s 10740:w 10756:s 10760:w 10768:s
+10780:t 10783:w 10786:s 10787:w 107a5:y 107a6:w 107b1:s 107b2:w 107bb:s 10800:w 10806:s 10808:w
+10809:s 1080a:w 10836:s 10837:w 10839:s 1083c:w 1083d:s 1083f:w 10856:s 10858:1 1085b:s 10860:w
+10877:s 10879:1 1087e:s 10880:w 1089f:s 108a7:1 108ab:4 108ad:s 108e0:w 108f3:s 108f4:w 108f6:s
+108fb:1 108fc:5 108fd:s 10900:w 10916:1 10917:s 1091a:2 1091c:s 10920:w 1093a:s 10980:w 109b8:s
+109be:w 109c0:1 109c9:s 10a00:w 10a01:t 10a04:s 10a05:t 10a07:s 10a0c:t 10a10:w 10a14:s 10a15:w
+10a18:s 10a19:w 10a36:s 10a38:t 10a3b:s 10a3f:t 10a40:1 10a44:s 10a60:w 10a7d:1 10a7e:s 10a80:w
+10a9d:1 10a9e:s 10ac0:w 10ac8:s 10ac9:w 10ae5:t 10ae7:s 10aeb:1 10aec:5 10aed:s 10b00:w 10b36:s
+10b40:w 10b56:s 10b58:1 10b5c:s 10b60:w 10b73:s 10b78:1 10b7c:s 10b80:w 10b92:s 10ba9:1 10bad:s
+10c00:w 10c49:s 10c80:w 10cb3:s 10cc0:w 10cf3:s 10cfa:1 10cfb:5 10cfc:s 10d00:w 10d24:t 10d28:s
+10d30:0 10d3a:s 10d40:0 10d4a:w 10d4e:t 10d4f:w 10d66:s 10d69:t 10d6e:s 10d6f:t 10d70:w 10d86:s
+10e60:1 10e69:s 10e80:w 10eaa:s 10eab:t 10ead:s 10eb0:w 10eb2:s 10ec2:w 10ec5:s 10efc:t 10f00:w
+10f1d:1 10f22:s 10f27:w 10f28:s 10f30:w 10f46:t 10f51:1 10f52:s 10f70:w 10f82:t 10f86:s 10fb0:w
+10fc5:1 10fc9:s 10fe0:w 10ff7:s 11000:t 11003:w 11038:t 11047:s 11052:1 1105b:s 11066:0 11070:t
+11071:w 11073:t 11075:w 11076:s 1107f:t 11083:w 110b0:t 110bb:s 110bd:t 110be:s 110c2:t 110c3:s
+110cd:t 110ce:s 110d0:w 110e9:s 110f0:0 110fa:s 11100:t 11103:w 11127:t 11135:s 11136:0 11140:s
+11144:w 11145:t 11147:w 11148:s 11150:w 11173:t 11174:s 11176:w 11177:s 11180:t 11183:w 111b3:t
+111c1:w 111c5:s 111c9:t 111cd:s 111ce:t 111d0:0 111da:w 111db:s 111dc:w 111dd:s 111e1:1 111ea:s
+11200:w 11212:s 11213:w 1122c:t 11238:s 1123e:t 1123f:w 11241:t 11242:s 11280:w 11287:s 11288:w
+11289:s 1128a:w 1128e:s 1128f:w 1129e:s 1129f:w 112a9:s 112b0:w 112df:t 112eb:s 112f0:0 112fa:s
+11300:t 11304:s 11305:w 1130d:s 1130f:w 11311:s 11313:w 11329:s 1132a:w 11331:s 11332:w 11334:s
+11335:w 1133a:s 1133b:t 1133d:w 1133e:t 11345:s 11347:t 11349:s 1134b:t 1134e:s 11350:w 11351:s
+11357:t 11358:s 1135d:w 11362:t 11364:s 11366:t 1136d:s 11370:t 11375:s 11380:w 1138a:s 1138b:w
+1138c:s 1138e:w 1138f:s 11390:w 113b6:s 113b7:y 113b8:t 113c1:s 113c2:t 113c3:s 113c5:t 113c6:s
+113c7:t 113cb:s 113cc:t 113d1:w 113d2:t 113d3:y 113d4:s 113e1:t 113e3:s 11400:w 11435:t 11447:w
+1144b:s 11450:0 1145a:s 1145e:t 1145f:w 11462:s 11480:w 114b0:t 114c4:w 114c6:s 114c7:w 114c8:s
+114d0:0 114da:s 11580:w 115af:t 115b6:s 115b8:t 115c1:s 115d8:w 115dc:t 115de:s 11600:w 11630:t
+11641:s 11644:w 11645:s 11650:0 1165a:s 11680:w 116ab:t 116b8:w 116b9:s 116c0:0 116ca:s 116d0:0
+116da:0 116e4:s 11700:w 1171b:s 1171d:t 1172c:s 11730:0 1173a:s 11740:w 11747:s 11800:w 1182c:t
+1183b:s 118a0:w 118a8:t 118a9:w 118e0:0 118ea:s 118ff:w 11907:s 11909:w 1190a:s 1190c:w 11914:s
+11915:w 11917:s 11918:w 11930:t 11936:s 11937:t 11939:s 1193b:t 1193f:w 11940:t 11941:w 11942:t
+11944:s 11950:0 1195a:s 119a0:w 119a8:s 119aa:w 119d1:t 119d8:s 119da:t 119e1:w 119e2:s 119e3:w
+119e4:t 119e5:s 11a00:w 11a01:t 11a0b:w 11a33:t 11a3a:w 11a3b:t 11a3f:s 11a47:t 11a48:s 11a50:w
+11a51:t 11a5c:w 11a8a:t 11a9a:s 11a9d:w 11a9e:s 11ab0:w 11af9:s 11bc0:w 11be1:s 11bf0:0 11bfa:s
+11c00:w 11c09:s 11c0a:w 11c2f:t 11c37:s 11c38:t 11c40:w 11c41:s 11c50:0 11c5a:1 11c63:s 11c72:w
+11c90:s 11c92:t 11ca8:s 11ca9:t 11cb7:s 11d00:w 11d07:s 11d08:w 11d0a:s 11d0b:w 11d31:t 11d37:s
+11d3a:t 11d3b:s 11d3c:t 11d3e:s 11d3f:t 11d46:w 11d47:t 11d48:s 11d50:0 11d5a:s 11d60:w 11d66:s
+11d67:w 11d69:s 11d6a:w 11d8a:t 11d8f:s 11d90:t 11d92:s 11d93:t 11d98:w 11d99:s 11da0:0 11daa:s
+11ee0:w 11ef3:t 11ef7:s 11f00:t 11f02:w 11f03:t 11f04:w 11f11:s 11f12:w 11f34:t 11f3b:s 11f3e:t
+11f43:s 11f50:0 11f5a:t 11f5b:s 11fb0:w 11fb1:s 12000:w 1239a:s 12400:2 12408:3 1240f:4 12415:1
+1241e:1 12423:2 12425:3 1242c:1 1242f:3 12432:s 12434:1 12437:3 1243a:3 1243b:3 1243d:4 1243e:4
+1243f:4 12440:6 12442:7 12443:7 12445:8 12447:9 12448:9 12449:9 1244a:2 1244f:1 12453:4 12455:5
+12456:2 12458:1 1245a:s 12469:4 1246f:s 12480:w 12544:s 12f90:w 12ff1:s 13000:w 13430:t 13441:w
+13447:t 13456:s 13460:w 143fb:s 14400:w 14647:s 16100:w 1611e:t 16130:0 1613a:s 16800:w 16a39:s
+16a40:w 16a5f:s 16a60:0 16a6a:s 16a70:w 16abf:s 16ac0:0 16aca:s 16ad0:w 16aee:s 16af0:t 16af5:s
+16b00:w 16b30:t 16b37:s 16b40:t 16b44:s 16b50:0 16b5a:s 16b63:w 16b78:s 16b7d:w 16b90:s 16d40:t
+16d43:w 16d6b:t 16d6d:s 16d70:0 16d7a:s 16e40:w 16e80:0 16e8a:s 16e94:1 16e97:s 16f00:w 16f3f:t
+16f40:w 16f4b:s 16f4f:t 16f50:w 16f51:t 16f88:s 16f8f:t 16fa0:s 16fe0:t 16fe2:s 16fe3:t 16fe5:s
+16ff0:t 16ff2:s 17000:y 187f8:s 18800:y 18b00:w 18cd6:s 18cff:w 18d00:y 18d09:s 1aff0:t 1aff4:s
+1aff5:t 1affc:s 1affd:t 1afff:s 1b000:y 1b123:s 1b132:y 1b133:s 1b150:y 1b153:s 1b155:y 1b156:s
+1b164:y 1b168:s 1b170:y 1b2fc:s 1bc00:w 1bc6b:s 1bc70:w 1bc7d:s 1bc80:w 1bc89:s 1bc90:w 1bc9a:s
+1bc9d:t 1bc9f:s 1bca0:t 1bca4:s 1ccd6:y 1ccf0:0 1ccfa:s 1cf00:t 1cf2e:s 1cf30:t 1cf47:s 1d165:t
+1d16a:s 1d16d:t 1d183:s 1d185:t 1d18c:s 1d1aa:t 1d1ae:s 1d242:t 1d245:s 1d2c0:0 1d2ca:s 1d2e0:0
+1d2ea:s 1d360:1 1d369:1 1d372:1 1d377:1 1d378:5 1d379:s 1d400:y 1d455:s 1d456:y 1d49d:s 1d49e:y
+1d4a0:s 1d4a2:y 1d4a3:s 1d4a5:y 1d4a7:s 1d4a9:y 1d4ad:s 1d4ae:y 1d4ba:s 1d4bb:y 1d4bc:s 1d4bd:y
+1d4c4:s 1d4c5:y 1d506:s 1d507:y 1d50b:s 1d50d:y 1d515:s 1d516:y 1d51d:s 1d51e:y 1d53a:s 1d53b:y
+1d53f:s 1d540:y 1d545:s 1d546:y 1d547:s 1d54a:y 1d551:s 1d552:y 1d6a4:w 1d6a6:s 1d6a8:w 1d6c1:s
+1d6c2:w 1d6db:s 1d6dc:w 1d6fb:s 1d6fc:w 1d715:s 1d716:w 1d735:s 1d736:w 1d74f:s 1d750:w 1d76f:s
+1d770:w 1d789:s 1d78a:w 1d7a9:s 1d7aa:w 1d7c3:s 1d7c4:w 1d7cc:s 1d7ce:0 1d7d8:0 1d7e2:0 1d7ec:0
+1d7f6:0 1d800:s 1da00:t 1da37:s 1da3b:t 1da6d:s 1da75:t 1da76:s 1da84:t 1da85:s 1da9b:t 1daa0:s
+1daa1:t 1dab0:s 1df00:w 1df1f:s 1df25:w 1df2b:s 1e000:t 1e007:s 1e008:t 1e019:s 1e01b:t 1e022:s
+1e023:t 1e025:s 1e026:t 1e02b:s 1e030:w 1e06e:s 1e08f:t 1e090:s 1e100:w 1e12d:s 1e130:t 1e13e:s
+1e140:0 1e14a:s 1e14e:w 1e14f:s 1e290:w 1e2ae:t 1e2af:s 1e2c0:w 1e2ec:t 1e2f0:0 1e2fa:s 1e4d0:w
+1e4eb:t 1e4f0:0 1e4fa:s 1e5d0:w 1e5ee:t 1e5f0:w 1e5f1:0 1e5fb:s 1e7e0:w 1e7e7:s 1e7e8:w 1e7ec:s
+1e7ed:w 1e7ef:s 1e7f0:w 1e7ff:s 1e800:w 1e8c5:s 1e8c7:1 1e8d0:t 1e8d7:s 1e900:w 1e944:t 1e94c:s
+1e950:0 1e95a:s 1ec71:1 1ec7a:s 1eca3:1 1ecac:s 1ecb1:1 1ecb3:s 1ed01:1 1ed0a:s 1ed2f:2 1ed37:s
+1ee00:w 1ee04:s 1ee05:w 1ee20:s 1ee21:w 1ee23:s 1ee24:w 1ee25:s 1ee27:w 1ee28:s 1ee29:w 1ee33:s
+1ee34:w 1ee38:s 1ee39:w 1ee3a:s 1ee3b:w 1ee3c:s 1ee42:w 1ee43:s 1ee47:w 1ee48:s 1ee49:w 1ee4a:s
+1ee4b:w 1ee4c:s 1ee4d:w 1ee50:s 1ee51:w 1ee53:s 1ee54:w 1ee55:s 1ee57:w 1ee58:s 1ee59:w 1ee5a:s
+1ee5b:w 1ee5c:s 1ee5d:w 1ee5e:s 1ee5f:w 1ee60:s 1ee61:w 1ee63:s 1ee64:w 1ee65:s 1ee67:w 1ee6b:s
+1ee6c:w 1ee73:s 1ee74:w 1ee78:s 1ee79:w 1ee7d:s 1ee7e:w 1ee7f:s 1ee80:w 1ee8a:s 1ee8b:w 1ee9c:s
+1eea1:w 1eea4:s 1eea5:w 1eeaa:s 1eeab:w 1eebc:s 1f100:0 1f101:0 1f10b:0 1f10c:0 1f10d:s 1f110:q
+1f12b:y 1f12d:q 1f12f:s 1f130:y 1f14a:q 1f150:s 1f16a:q 1f16d:s 1f190:q 1f191:s 1f200:q 1f202:y
+1f203:s 1f210:y 1f229:t 1f22a:y 1f23c:s 1f240:q 1f249:s 1f250:y 1f252:s 1fbf0:0 1fbfa:s 20000:y
+21fe8:t 21fe9:y 2a6e0:s 2a700:y 2b73a:s 2b740:y 2b81e:s 2b820:y 2cea2:s 2ceb0:y 2ebe1:s 2ebf0:y
+2ee5e:s 2f800:y 2fa1e:s 30000:y 3134b:s 31350:y 323b0:s e0000:t e1000:s
 `;
 
 /** The code points of class "q", in hex, and the classes they read as, in order. */
 export const CARD_NET_SEQUENCES = `
-bc:1s4 bd:1s2 be:3s4 132:ww 133:ww 13f:ws 140:ws 1c4:ww 1c5:ww 1c6:ww
-1c7:ww 1c8:ww 1c9:ww 1ca:ww 1cb:ww 1cc:ww 1f1:ww 1f2:ww 1f3:ww 587:ww
-675:ww 676:ww 677:ww 678:ww edc:ww edd:ww 20a8:ww 2100:wsw 2101:wsw 2103:sw
-2105:wsw 2106:wsw 2109:sw 2116:ww 2120:ww 2121:www 2122:ww 213b:www 2150:1s7 2151:1s9
+bc:1s4 bd:1s2 be:3s4 132:yy 133:yy 13f:ys 140:ys 1c4:yw 1c5:yw 1c6:yw
+1c7:yy 1c8:yy 1c9:yy 1ca:yy 1cb:yy 1cc:yy 1f1:yy 1f2:yy 1f3:yy 587:ww
+675:ww 676:ww 677:ww 678:ww edc:ww edd:ww 20a8:yy 2100:ysy 2101:ysy 2103:sy
+2105:ysy 2106:ysy 2109:sy 2116:yy 2120:yy 2121:yyy 2122:yy 213b:yyy 2150:1s7 2151:1s9
 2152:1s10 2153:1s3 2154:2s3 2155:1s5 2156:2s5 2157:3s5 2158:4s5 2159:1s6 215a:5s6 215b:1s8
-215c:3s8 215d:5s8 215e:7s8 216a:ww 216b:www 217a:ww 217b:www 2469:10 246a:11 246b:12
+215c:3s8 215d:5s8 215e:7s8 216a:yy 216b:yyy 217a:yy 217b:yyy 2469:10 246a:11 246b:12
 246c:13 246d:14 246e:15 246f:16 2470:17 2471:18 2472:19 2473:20 247d:10 247e:11
 247f:12 2480:13 2481:14 2482:15 2483:16 2484:17 2485:18 2486:19 2487:20 2491:10
 2492:11 2493:12 2494:13 2495:14 2496:15 2497:16 2498:17 2499:18 249a:19 249b:20
-249c:sws 249d:sws 249e:sws 249f:sws 24a0:sws 24a1:sws 24a2:sws 24a3:sws 24a4:sws 24a5:sws
-24a6:sws 24a7:sws 24a8:sws 24a9:sws 24aa:sws 24ab:sws 24ac:sws 24ad:sws 24ae:sws 24af:sws
-24b0:sws 24b1:sws 24b2:sws 24b3:sws 24b4:sws 24b5:sws 24eb:11 24ec:12 24ed:13 24ee:14
+249c:sys 249d:sys 249e:sys 249f:sys 24a0:sys 24a1:sys 24a2:sys 24a3:sys 24a4:sys 24a5:sys
+24a6:sys 24a7:sys 24a8:sys 24a9:sys 24aa:sys 24ab:sys 24ac:sys 24ad:sys 24ae:sys 24af:sys
+24b0:sys 24b1:sys 24b2:sys 24b3:sys 24b4:sys 24b5:sys 24eb:11 24ec:12 24ed:13 24ee:14
 24ef:15 24f0:16 24f1:17 24f2:18 24f3:19 24f4:20 24fe:10 277f:10 2789:10 2793:10
 309f:yy 30ff:yy 3200:sws 3201:sws 3202:sws 3203:sws 3204:sws 3205:sws 3206:sws 3207:sws
 3208:sws 3209:sws 320a:sws 320b:sws 320c:sws 320d:sws 320e:swws 320f:swws 3210:swws 3211:swws
@@ -229,14 +233,14 @@ bc:1s4 bd:1s2 be:3s4 132:ww 133:ww 13f:ws 140:ws 1c4:ww 1c5:ww 1c6:ww
 321c:swws 321d:swwwwws 321e:swwwws 3229:10 322a:sys 322b:sys 322c:sys 322d:sys 322e:sys 322f:sys
 3230:sys 3231:sys 3232:sys 3233:sys 3234:sys 3235:sys 3236:sys 3237:sys 3238:sys 3239:sys
 323a:sys 323b:sys 323c:sys 323d:sys 323e:sys 323f:sys 3240:sys 3241:sys 3242:sys 3243:sys
-3248:10 3249:20 324a:30 324b:40 324c:50 324d:60 324e:70 324f:80 3250:www 3251:21
+3248:10 3249:20 324a:30 324b:40 324c:50 324d:60 324e:70 324f:80 3250:yyy 3251:21
 3252:22 3253:23 3254:24 3255:25 3256:26 3257:27 3258:28 3259:29 325a:30 325b:31
 325c:32 325d:33 325e:34 325f:35 326e:ww 326f:ww 3270:ww 3271:ww 3272:ww 3273:ww
 3274:ww 3275:ww 3276:ww 3277:ww 3278:ww 3279:ww 327a:ww 327b:ww 327c:wwwww 327d:wwww
 327e:ww 3289:10 32b1:36 32b2:37 32b3:38 32b4:39 32b5:40 32b6:41 32b7:42 32b8:43
 32b9:44 32ba:45 32bb:46 32bc:47 32bd:48 32be:49 32bf:50 32c0:1y 32c1:2y 32c2:3y
-32c3:4y 32c4:5y 32c5:6y 32c6:7y 32c7:8y 32c8:9y 32c9:10y 32ca:11y 32cb:12y 32cc:ww
-32cd:www 32ce:ww 32cf:www 32ff:yy 3300:yyy 3301:yyyy 3302:yyyy 3303:yy 3304:yyyy 3305:yyy
+32c3:4y 32c4:5y 32c5:6y 32c6:7y 32c7:8y 32c8:9y 32c9:10y 32ca:11y 32cb:12y 32cc:yy
+32cd:yyy 32ce:yy 32cf:yyy 32ff:yy 3300:yyy 3301:yyyy 3302:yyyy 3303:yy 3304:yyyy 3305:yyy
 3306:yyy 3307:yyyy 3308:yy 3309:yyy 330a:yy 330b:yyy 330c:yyyy 330d:yyy 330e:yyy 330f:yyy
 3310:yy 3311:yy 3312:yyy 3313:yyy 3314:yy 3315:yyyyy 3316:yyyyy 3317:yyyyy 3318:yyy 3319:yyyyy
 331a:yyyyy 331b:yyy 331c:yy 331d:yyy 331e:yy 331f:yyyy 3320:yyyy 3321:yyyy 3322:yyy 3323:yyy
@@ -247,22 +251,22 @@ bc:1s4 bd:1s2 be:3s4 132:ww 133:ww 13f:ws 140:ws 1c4:ww 1c5:ww 1c6:ww
 334d:yyy 334e:yy 334f:yy 3350:yyy 3351:yyyy 3352:yy 3353:yy 3354:yyy 3355:yy 3356:yyyyy
 3357:yyy 3358:0y 3359:1y 335a:2y 335b:3y 335c:4y 335d:5y 335e:6y 335f:7y 3360:8y
 3361:9y 3362:10y 3363:11y 3364:12y 3365:13y 3366:14y 3367:15y 3368:16y 3369:17y 336a:18y
-336b:19y 336c:20y 336d:21y 336e:22y 336f:23y 3370:24y 3371:www 3372:ww 3373:ww 3374:www
-3375:ww 3376:ww 3377:ww 3378:ww2 3379:ww3 337a:ww 337b:yy 337c:yy 337d:yy 337e:yy
-337f:yyyy 3380:ww 3381:ww 3382:ww 3383:ww 3384:ww 3385:ww 3386:ww 3387:ww 3388:www
-3389:wwww 338a:ww 338b:ww 338c:ww 338d:ww 338e:ww 338f:ww 3390:ww 3391:www 3392:www
-3393:www 3394:www 3395:ww 3396:ww 3397:ww 3398:ww 3399:ww 339a:ww 339b:ww 339c:ww
-339d:ww 339e:ww 339f:ww2 33a0:ww2 33a1:w2 33a2:ww2 33a3:ww3 33a4:ww3 33a5:w3 33a6:ww3
-33a7:wsw 33a8:wsw2 33a9:ww 33aa:www 33ab:www 33ac:www 33ad:www 33ae:wwwsw 33af:wwwsw2 33b0:ww
-33b1:ww 33b2:ww 33b3:ww 33b4:ww 33b5:ww 33b6:ww 33b7:ww 33b8:ww 33b9:ww 33ba:ww
-33bb:ww 33bc:ww 33bd:ww 33be:ww 33bf:ww 33c0:ww 33c1:ww 33c2:wsws 33c3:ww 33c4:ww
-33c5:ww 33c6:wsww 33c7:wws 33c8:ww 33c9:ww 33ca:ww 33cb:ww 33cc:ww 33cd:ww 33ce:ww
-33cf:ww 33d0:ww 33d1:ww 33d2:www 33d3:ww 33d4:ww 33d5:www 33d6:www 33d7:ww 33d8:wsws
-33d9:www 33da:ww 33db:ww 33dc:ww 33dd:ww 33de:wsw 33df:wsw 33e0:1y 33e1:2y 33e2:3y
+336b:19y 336c:20y 336d:21y 336e:22y 336f:23y 3370:24y 3371:yyy 3372:yy 3373:yy 3374:yyy
+3375:yy 3376:yy 3377:yy 3378:yy2 3379:yy3 337a:yy 337b:yy 337c:yy 337d:yy 337e:yy
+337f:yyyy 3380:yy 3381:yy 3382:wy 3383:yy 3384:yy 3385:yy 3386:yy 3387:yy 3388:yyy
+3389:yyyy 338a:yy 338b:yy 338c:wy 338d:wy 338e:yy 338f:yy 3390:yy 3391:yyy 3392:yyy
+3393:yyy 3394:yyy 3395:wy 3396:yy 3397:yy 3398:yy 3399:yy 339a:yy 339b:wy 339c:yy
+339d:yy 339e:yy 339f:yy2 33a0:yy2 33a1:y2 33a2:yy2 33a3:yy3 33a4:yy3 33a5:y3 33a6:yy3
+33a7:ysy 33a8:ysy2 33a9:yy 33aa:yyy 33ab:yyy 33ac:yyy 33ad:yyy 33ae:yyysy 33af:yyysy2 33b0:yy
+33b1:yy 33b2:wy 33b3:yy 33b4:yy 33b5:yy 33b6:wy 33b7:yy 33b8:yy 33b9:yy 33ba:yy
+33bb:yy 33bc:wy 33bd:yy 33be:yy 33bf:yy 33c0:yw 33c1:yw 33c2:ysys 33c3:yy 33c4:yy
+33c5:yy 33c6:ysyy 33c7:yys 33c8:yy 33c9:yy 33ca:yy 33cb:yy 33cc:yy 33cd:yy 33ce:yy
+33cf:yy 33d0:yy 33d1:yy 33d2:yyy 33d3:yy 33d4:yy 33d5:yyy 33d6:yyy 33d7:yy 33d8:ysys
+33d9:yyy 33da:yy 33db:yy 33dc:yy 33dd:yy 33de:ysy 33df:ysy 33e0:1y 33e1:2y 33e2:3y
 33e3:4y 33e4:5y 33e5:6y 33e6:7y 33e7:8y 33e8:9y 33e9:10y 33ea:11y 33eb:12y 33ec:13y
 33ed:14y 33ee:15y 33ef:16y 33f0:17y 33f1:18y 33f2:19y 33f3:20y 33f4:21y 33f5:22y 33f6:23y
-33f7:24y 33f8:25y 33f9:26y 33fa:27y 33fb:28y 33fc:29y 33fd:30y 33fe:31y 33ff:www fb00:ww
-fb01:ww fb02:ww fb03:www fb04:www fb05:ww fb06:ww fb13:ww fb14:ww fb15:ww fb16:ww
+33f7:24y 33f8:25y 33f9:26y 33fa:27y 33fb:28y 33fc:29y 33fd:30y 33fe:31y 33ff:yyy fb00:yy
+fb01:yy fb02:yy fb03:yyy fb04:yyy fb05:yy fb06:yy fb13:ww fb14:ww fb15:ww fb16:ww
 fb17:ww fb4f:ww fbdd:ww fbea:ww fbeb:ww fbec:ww fbed:ww fbee:ww fbef:ww fbf0:ww
 fbf1:ww fbf2:ww fbf3:ww fbf4:ww fbf5:ww fbf6:ww fbf7:ww fbf8:ww fbf9:ww fbfa:ww
 fbfb:ww fc00:ww fc01:ww fc02:ww fc03:ww fc04:ww fc05:ww fc06:ww fc07:ww fc08:ww
@@ -309,11 +313,11 @@ fdb3:www fdb4:www fdb5:www fdb6:www fdb7:www fdb8:www fdb9:www fdba:www fdbb:www
 fdbd:www fdbe:www fdbf:www fdc0:www fdc1:www fdc2:www fdc3:www fdc4:www fdc5:www fdc6:www
 fdc7:www fdf0:www fdf1:www fdf2:wwww fdf3:wwww fdf4:wwww fdf5:wwww fdf6:wwww fdf7:wwww fdf8:wwww
 fdf9:www fdfa:wwwzwwwwzwwwwzwwww fdfb:wwzwwwww fdfc:wwww fef5:ww fef6:ww fef7:ww fef8:ww fef9:ww fefa:ww
-fefb:ww fefc:ww 1f110:sws 1f111:sws 1f112:sws 1f113:sws 1f114:sws 1f115:sws 1f116:sws 1f117:sws
-1f118:sws 1f119:sws 1f11a:sws 1f11b:sws 1f11c:sws 1f11d:sws 1f11e:sws 1f11f:sws 1f120:sws 1f121:sws
-1f122:sws 1f123:sws 1f124:sws 1f125:sws 1f126:sws 1f127:sws 1f128:sws 1f129:sws 1f12a:sws 1f12d:ww
-1f12e:ww 1f14a:ww 1f14b:ww 1f14c:ww 1f14d:ww 1f14e:www 1f14f:ww 1f16a:ww 1f16b:ww 1f16c:ww
-1f190:ww 1f200:yy 1f201:yy 1f240:sys 1f241:sys 1f242:sys 1f243:sys 1f244:sys 1f245:sys 1f246:sys
+fefb:ww fefc:ww 1f110:sys 1f111:sys 1f112:sys 1f113:sys 1f114:sys 1f115:sys 1f116:sys 1f117:sys
+1f118:sys 1f119:sys 1f11a:sys 1f11b:sys 1f11c:sys 1f11d:sys 1f11e:sys 1f11f:sys 1f120:sys 1f121:sys
+1f122:sys 1f123:sys 1f124:sys 1f125:sys 1f126:sys 1f127:sys 1f128:sys 1f129:sys 1f12a:sys 1f12d:yy
+1f12e:yy 1f14a:yy 1f14b:yy 1f14c:yy 1f14d:yy 1f14e:yyy 1f14f:yy 1f16a:yy 1f16b:yy 1f16c:yy
+1f190:yy 1f200:yy 1f201:yy 1f240:sys 1f241:sys 1f242:sys 1f243:sys 1f244:sys 1f245:sys 1f246:sys
 1f247:sys 1f248:sys
 `;
 

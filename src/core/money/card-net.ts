@@ -19,10 +19,12 @@
 //     space (White_Space) being one kind of separator.
 //  4. A word letter ends a run of digits, unless it stands alone between digits: when, looking
 //     past transparent characters and separators other than white space, the nearest character
-//     on each side is a digit, the letter is one more separator. So `4111x1111x1111x1111` and
-//     `4111-x-1111-x-1111-x-1111` are one run each; `4111 x 1111` and `4111xy1111` are two. A
-//     letter of a script written without spaces (Line_Break ID, CJ, H2, H3: ideographs, kana,
-//     Hangul syllables) is a word by itself and always ends a run.
+//     on each side is a digit, the letter is one more separator. So `4111ж1111ж1111ж1111` and
+//     `4111-ж-1111-ж-1111-ж-1111` are one run each; `4111 ж 1111` and `4111жи1111` are two.
+//     Two kinds of letter always end a run: ASCII letters (and what folds to them), which stand
+//     between digits in ordinary machine text (hex, UUIDs, ISO 8601 times), and letters of
+//     scripts written without spaces (Line_Break ID, CJ, H2, H3: ideographs, kana, Hangul
+//     syllables), each a word by itself.
 //  5. A run holds a card number when any 13 to 19 consecutive digits of it pass the Luhn check.
 //     Windows inside a longer run count too, so padding a number with digits does not hide it.
 //  6. A percent-encoded byte (a `%` and two hex digits, each as read in step 1) is one separator,
@@ -43,9 +45,9 @@ const SEPARATOR = 10;
 const SPACE = 11;
 const TRANSPARENT = 12;
 const WORD = 13;
-const SYLLABLE = 14;
+const WHOLE_WORD = 14;
 const SEQUENCE = 15;
-const CODE: Record<string, number> = { s: SEPARATOR, z: SPACE, t: TRANSPARENT, w: WORD, y: SYLLABLE, q: SEQUENCE };
+const CODE: Record<string, number> = { s: SEPARATOR, z: SPACE, t: TRANSPARENT, w: WORD, y: WHOLE_WORD, q: SEQUENCE };
 
 type Tables = {
   classOf: Uint8Array; // one class code per code point
@@ -138,7 +140,7 @@ function feed(cls: number): boolean {
       count = 0;
     }
     last = AFTER_WORD;
-  } else if (cls === SYLLABLE) {
+  } else if (cls === WHOLE_WORD) {
     pendingLetter = false;
     count = 0;
     last = AFTER_WORD;
