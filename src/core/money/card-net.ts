@@ -35,22 +35,14 @@
 //     so a number split by `%20` or written as `%34%31...` is caught.
 // A false alarm is possible on long runs of unrelated numbers (about one window in ten passes
 // Luhn); the caller refuses with CARD_NUMBER_REFUSED and never echoes the value.
-import { CARD_NET_HEX, CARD_NET_PERCENT, CARD_NET_RUNS, CARD_NET_SEQUENCES } from "./card-net-table.ts";
+import { CARD_NET_HEX, CARD_NET_PERCENT, CARD_NET_RUNS, CARD_NET_SEQUENCES, CLASS } from "./card-net-table.ts";
 
 const MIN_LEN = 13;
 const MAX_LEN = 19;
-
-// Class codes: 0..9 a digit, then these.
-const SEPARATOR = 10;
-const SPACE = 11;
-const TRANSPARENT = 12;
-const WORD = 13;
-const WHOLE_WORD = 14;
-const SEQUENCE = 15;
-const CODE: Record<string, number> = { s: SEPARATOR, z: SPACE, t: TRANSPARENT, w: WORD, y: WHOLE_WORD, q: SEQUENCE };
+const { SEPARATOR, SPACE, TRANSPARENT, WORD, WHOLE_WORD, SEQUENCE } = CLASS;
 
 type Tables = {
-  classOf: Uint8Array; // one class code per code point
+  classOf: Uint8Array; // one class per code point
   sequences: Map<number, Uint8Array>; // the classes a SEQUENCE code point reads as
   hexOf: Map<number, number>; // non-ASCII code points that read as a hex digit, and its value
   percent: Set<number>; // code points that read as "%"
@@ -58,30 +50,25 @@ type Tables = {
 
 let tables: Tables | undefined;
 
-/** Expands the generated table on first use (about a megabyte, a millisecond). */
+/** Expands the generated table on first use (a megabyte, about a millisecond). */
 function load(): Tables {
   if (tables) return tables;
   const classOf = new Uint8Array(0x110000);
-  const runs = CARD_NET_RUNS.trim().split(/\s+/);
-  for (let i = 0; i < runs.length; i++) {
-    const [start, cls] = runs[i]!.split(":") as [string, string];
-    const from = Number.parseInt(start, 16);
-    const to = i + 1 < runs.length ? Number.parseInt(runs[i + 1]!, 16) : 0x110000;
-    if (cls >= "0" && cls <= "9") for (let cp = from, d = Number(cls); cp < to; cp++, d++) classOf[cp] = d;
-    else classOf.fill(CODE[cls]!, from, to);
+  const runs = CARD_NET_RUNS;
+  for (let i = 0; i < runs.length; i += 2) {
+    const from = runs[i]!;
+    const cls = runs[i + 1]!;
+    const to = i + 2 < runs.length ? runs[i + 2]! : 0x110000;
+    if (cls <= 9) for (let cp = from, d = cls; cp < to; cp++, d++) classOf[cp] = d;
+    else classOf.fill(cls, from, to);
   }
   const sequences = new Map<number, Uint8Array>();
-  for (const entry of CARD_NET_SEQUENCES.trim().split(/\s+/)) {
-    const [cp, classes] = entry.split(":") as [string, string];
-    sequences.set(Number.parseInt(cp, 16), Uint8Array.from([...classes], (c) => (c >= "0" && c <= "9" ? Number(c) : CODE[c]!)));
+  for (let i = 0; i < CARD_NET_SEQUENCES.length; i += 2 + CARD_NET_SEQUENCES[i + 1]!) {
+    sequences.set(CARD_NET_SEQUENCES[i]!, Uint8Array.from(CARD_NET_SEQUENCES.slice(i + 2, i + 2 + CARD_NET_SEQUENCES[i + 1]!)));
   }
   const hexOf = new Map<number, number>();
-  for (const entry of CARD_NET_HEX.trim().split(/\s+/)) {
-    const [cp, digit] = entry.split(":") as [string, string];
-    hexOf.set(Number.parseInt(cp, 16), Number.parseInt(digit, 16));
-  }
-  const percent = new Set(CARD_NET_PERCENT.split(" ").map((h) => Number.parseInt(h, 16)));
-  tables = { classOf, sequences, hexOf, percent };
+  for (let i = 0; i < CARD_NET_HEX.length; i += 2) hexOf.set(CARD_NET_HEX[i]!, CARD_NET_HEX[i + 1]!);
+  tables = { classOf, sequences, hexOf, percent: new Set(CARD_NET_PERCENT) };
   return tables;
 }
 
@@ -154,24 +141,34 @@ function feed(cls: number): boolean {
 
 /** Scans one string for a Luhn-valid 13-19 window. With `skipEscapes`, each `%XX` is a separator. */
 function scan(t: Tables, text: string, skipEscapes: boolean): { found: boolean; sawEscape: boolean } {
+  const classOf = t.classOf;
   count = 0;
   last = NONE;
   pendingLetter = false;
   let sawEscape = false;
   for (let i = 0; i < text.length; ) {
-    const cp = text.codePointAt(i)!;
-    if (skipEscapes && (cp === 0x25 || cp >= 0x80)) {
-      const byte = escapeAt(t, text, i);
-      if (byte) {
-        sawEscape = true;
-        feed(SEPARATOR);
-        i = byte.end;
-        continue;
-      }
+    let cp = text.charCodeAt(i);
+    if (cp >= 0xd800 && cp <= 0xdbff) cp = text.codePointAt(i)!;
+    const cls = classOf[cp]!;
+    if (cls === SEPARATOR) {
+      // Every character read as "%" is a separator: only here can an escape begin.
+      const byte = skipEscapes && (cp === 0x25 || (cp >= 0x80 && t.percent.has(cp))) ? escapeAt(t, text, i) : undefined;
+      sawEscape ||= byte !== undefined;
+      i = byte ? byte.end : i + width(cp);
+      continue;
     }
-    i += width(cp);
-    const cls = t.classOf[cp]!;
-    if (cls === SEQUENCE) {
+    i += cp > 0xffff ? 2 : 1;
+    if (cls === TRANSPARENT) continue;
+    // The two commonest classes after separators, handled here rather than in feed().
+    if (cls === WHOLE_WORD) {
+      pendingLetter = false;
+      count = 0;
+      last = AFTER_WORD;
+    } else if (cls === SPACE) {
+      if (pendingLetter) count = 0;
+      pendingLetter = false;
+      last = NONE;
+    } else if (cls === SEQUENCE) {
       for (const c of t.sequences.get(cp)!) if (feed(c)) return { found: true, sawEscape };
     } else if (feed(cls)) {
       return { found: true, sawEscape };
