@@ -53,7 +53,10 @@ const groups = (digits: string, sep: string) => digits.replace(/(\d{4})(?=\d)/g,
 export const disguisedCard = fc
   .record({
     digits: cardDigits,
-    how: fc.constantFrom("plain", "spaces", "dashes", "dots", "fullwidth", "arabic", "devanagari", "padded", "zero-width", "percent", "nbsp", "slashes"),
+    how: fc.constantFrom(
+      "plain", "spaces", "dashes", "dots", "fullwidth", "arabic", "devanagari", "padded", "zero-width", "percent", "nbsp", "slashes",
+      "dingbat", "hangul-filler", "tatweel", "lone-letter",
+    ),
     pad: fc.array(fc.integer({ min: 0, max: 9 }), { minLength: 1, maxLength: 6 }),
   })
   .map(({ digits, how, pad }) => {
@@ -81,6 +84,14 @@ export const disguisedCard = fc
           return groups(digits, "\u00a0");
         case "slashes":
           return groups(digits, "/");
+        case "dingbat":
+          return [...digits].map((d) => String.fromCodePoint(d === "0" ? 0x24ff : 0x2776 + Number(d) - 1)).join("");
+        case "hangul-filler":
+          return groups(digits, "\u3164");
+        case "tatweel":
+          return groups(digits, "\u0640");
+        case "lone-letter":
+          return groups(digits, "ж");
         default:
           return digits;
       }

@@ -167,6 +167,18 @@ describe("nothing leaves serve-mcp before every field passes", () => {
     [{ verb: "pay", merchant: "Example Shop" }, "FIELD_MISSING"],
     [{ verb: "status", approval_id: "k7q2m4xz3a" }, "APPROVAL_ID_INVALID"],
     [{ verb: "status", approval_id: CARD }, "CARD_NUMBER_REFUSED"],
+    // Issue 10, finding 4: number characters other than Nd, and letters used as separators.
+    [{ ...PAY, reason: "❹❶❶❶ ❶❶❶❶ ❶❶❶❶ ❶❶❶❶" }, "CARD_NUMBER_REFUSED"],
+    [{ ...PAY, reason: "❹⓫⓫⓫⓫⓫⓫⓫❶" }, "CARD_NUMBER_REFUSED"],
+    [{ ...PAY, merchant: "፬፩፩፩፩፩፩፩፩፩፩፩፩፩፩፩" }, "CARD_NUMBER_REFUSED"],
+    [{ ...PAY, reason: "༭༪༪༪༪༪༪༪༪༪༪༪༪༪༪༪" }, "CARD_NUMBER_REFUSED"],
+    [{ ...PAY, reason: "𝍣𝍩𝍠𝍩𝍠𝍩𝍠𝍩𝍠𝍩𝍠𝍩𝍠𝍩𝍠𝍩" }, "CARD_NUMBER_REFUSED"],
+    [{ ...PAY, reason: "4111\u31641111\u31641111\u31641111" }, "CARD_NUMBER_REFUSED"],
+    [{ ...PAY, merchant: "Shop 4111ـ1111ـ1111ـ1111" }, "CARD_NUMBER_REFUSED"],
+    [{ ...PAY, reason: "4111ー1111一1111ㅡ1111" }, "CARD_NUMBER_REFUSED"],
+    [{ ...PAY, reason: "4111ʼ1111ː1111ꓸ1111" }, "CARD_NUMBER_REFUSED"],
+    [{ ...PAY, reason: "4111ж1111ж1111ж1111" }, "CARD_NUMBER_REFUSED"],
+    [{ ...PAY, checkout_url: "https://shop.example/c/4111ж1111ж1111ж1111" }, "CARD_NUMBER_REFUSED"],
   ];
   test("refused asks never reach the approver", async () => {
     behave = (_req, body) => created(body);

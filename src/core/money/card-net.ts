@@ -2,118 +2,184 @@
 // It runs on every string an agent sends (URLs and handles included), so that a card number
 // pasted by mistake, or slipped in on purpose, is refused before it is stored, shown or sent on.
 //
-// The rule, exactly:
-//  1. The text is normalised with NFKC (full-width, superscript and mathematical digits become
-//     ASCII digits; compatibility spaces become spaces).
-//  2. It is cut into pieces at every letter (Unicode category L). Letters end a digit run.
-//  3. In each piece, every character that is not a decimal digit is ignored: spaces of any kind,
-//     punctuation (. , - _ / : ; and the rest), symbols, emoji, controls, invisible format
-//     characters (zero-width, bidi) and combining marks are all separators, however many.
-//     Decimal digits of any script (Unicode Nd: Arabic-Indic, Devanagari, Thai, ...) count with
-//     their numeric value.
-//  4. The piece holds a card number when any 13 to 19 consecutive digits of it pass the Luhn
-//     check. Windows inside a longer run count too, so padding a number with digits does not
-//     hide it.
-//  5. In the normalised text, a percent-encoded byte (`%` and two hex digits) is one separator,
+// The rule, exactly (SPEC.md section 4 says it for users):
+//  1. Every character has a class from Unicode's data (card-net-table.ts, generated from the
+//     pinned Unicode version by scripts/unicode/card-net-table.ts): a digit 0-9, a word letter,
+//     a separator, or a transparent separator. A character with a compatibility decomposition
+//     reads as that decomposition (as NFKC would make it), unless it is a number character.
+//  2. Digits: every number character (Nd, No, Nl) whose value is a whole number 0-9 is that
+//     digit, in any script (Ethiopic, Kharoshthi, dingbat and double circled digits,
+//     superscripts...); one whose name says which digit it is (TIBETAN DIGIT HALF TWO, COUNTING
+//     ROD TENS DIGIT TWO) is that digit; an enclosed number (NEGATIVE CIRCLED NUMBER ELEVEN)
+//     writes the digits of its value.
+//  3. Word letters are the visible letters that do not look like punctuation or space. Default
+//     ignorable letters (the Hangul fillers), modifier letters (Lm: ー ـ ʼ ː) and letters whose
+//     UTS #39 prototype is punctuation, a symbol, a space or such a letter (ꓸ ꞌ ᐧ 一 ㅡ) are
+//     transparent, as marks and format characters are; everything else is a separator, white
+//     space (White_Space) being one kind of separator.
+//  4. A word letter ends a run of digits, unless it stands alone between digits: when, looking
+//     past transparent characters and separators other than white space, the nearest character
+//     on each side is a digit, the letter is one more separator. So `4111ж1111ж1111ж1111` and
+//     `4111-ж-1111-ж-1111-ж-1111` are one run each; `4111 ж 1111` and `4111жи1111` are two.
+//     Two kinds of letter always end a run: ASCII letters (and what folds to them), which stand
+//     between digits in ordinary machine text (hex, UUIDs, ISO 8601 times), and letters of
+//     scripts written without spaces (Line_Break ID, CJ, H2, H3: ideographs, kana, Hangul
+//     syllables), each a word by itself.
+//  5. A run holds a card number when any 13 to 19 consecutive digits of it pass the Luhn check.
+//     Windows inside a longer run count too, so padding a number with digits does not hide it.
+//  6. A percent-encoded byte (a `%` and two hex digits, each as read in step 1) is one separator,
 //     its hex characters included: they neither join a run (the `20` of `%20`) nor end one (the
 //     `D` of `%2D`).
-//  6. If the normalised text holds a percent-encoded byte, it is decoded once (as UTF-8, bad
-//     bytes become U+FFFD), normalised again and scanned by steps 2-4 (a `%` in the decoded text
-//     is plain punctuation), so a number split by `%20` or written as `%34%31...` is caught.
+//  7. If the text holds a percent-encoded byte, it is decoded once (as UTF-8, bad bytes become
+//     U+FFFD) and scanned again by steps 1-5 (a `%` in the decoded text is plain punctuation),
+//     so a number split by `%20` or written as `%34%31...` is caught.
 // A false alarm is possible on long runs of unrelated numbers (about one window in ten passes
 // Luhn); the caller refuses with CARD_NUMBER_REFUSED and never echoes the value.
+import { CARD_NET_HEX, CARD_NET_PERCENT, CARD_NET_RUNS, CARD_NET_SEQUENCES, CLASS } from "./card-net-table.ts";
 
 const MIN_LEN = 13;
 const MAX_LEN = 19;
+const { SEPARATOR, SPACE, TRANSPARENT, WORD, WHOLE_WORD, SEQUENCE } = CLASS;
 
-const DIGIT = /\p{Nd}/u;
-const LETTER = /\p{L}/u;
-const PERCENT_ESCAPE = /%[0-9A-Fa-f]{2}/;
+type Tables = {
+  classOf: Uint8Array; // one class per code point
+  sequences: Map<number, Uint8Array>; // the classes a SEQUENCE code point reads as
+  hexOf: Map<number, number>; // non-ASCII code points that read as a hex digit, and its value
+  percent: Set<number>; // code points that read as "%"
+};
 
-// Character classes: -1 separator, -2 letter (breaks a run), 0..9 digit value. Known up front
-// for ASCII; found once for any other BMP code point and kept in a 64 KiB table.
-const SEPARATOR = -1;
-const BREAK = -2;
-const UNKNOWN = -3;
-const BMP_CLASS = new Int8Array(0x10000).fill(UNKNOWN);
-BMP_CLASS.fill(SEPARATOR, 0, 128);
-for (let c = 0x30; c <= 0x39; c++) BMP_CLASS[c] = c - 0x30;
-for (let c = 0x41; c <= 0x5a; c++) BMP_CLASS[c] = BREAK;
-for (let c = 0x61; c <= 0x7a; c++) BMP_CLASS[c] = BREAK;
+let tables: Tables | undefined;
 
-// Unicode encodes every set of decimal digits as one contiguous 0..9 run, and where two sets
-// touch, each maximal run of Nd code points is whole sets; so a digit's value is its distance
-// from the start of its run, modulo 10.
-function classifySlow(cp: number): number {
-  const ch = String.fromCodePoint(cp);
-  if (DIGIT.test(ch)) {
-    let start = cp;
-    while (start > 0 && DIGIT.test(String.fromCodePoint(start - 1))) start--;
-    return (cp - start) % 10;
+/** Expands the generated table on first use (a megabyte, about a millisecond). */
+function load(): Tables {
+  if (tables) return tables;
+  const classOf = new Uint8Array(0x110000);
+  const runs = CARD_NET_RUNS;
+  for (let i = 0; i < runs.length; i += 2) {
+    const from = runs[i]!;
+    const cls = runs[i + 1]!;
+    const to = i + 2 < runs.length ? runs[i + 2]! : 0x110000;
+    if (cls <= 9) for (let cp = from, d = cls; cp < to; cp++, d++) classOf[cp] = d;
+    else classOf.fill(cls, from, to);
   }
-  return LETTER.test(ch) ? BREAK : SEPARATOR;
+  const sequences = new Map<number, Uint8Array>();
+  for (let i = 0; i < CARD_NET_SEQUENCES.length; i += 2 + CARD_NET_SEQUENCES[i + 1]!) {
+    sequences.set(CARD_NET_SEQUENCES[i]!, Uint8Array.from(CARD_NET_SEQUENCES.slice(i + 2, i + 2 + CARD_NET_SEQUENCES[i + 1]!)));
+  }
+  const hexOf = new Map<number, number>();
+  for (let i = 0; i < CARD_NET_HEX.length; i += 2) hexOf.set(CARD_NET_HEX[i]!, CARD_NET_HEX[i + 1]!);
+  tables = { classOf, sequences, hexOf, percent: new Set(CARD_NET_PERCENT) };
+  return tables;
 }
 
-// Astral digits (Adlam, Osmanya, ...) are cached too: there are a few hundred of them.
-const astralDigits = new Map<number, number>();
-
-function classify(cp: number): number {
-  if (cp > 0xffff) {
-    const known = astralDigits.get(cp);
-    if (known !== undefined) return known;
-    const cls = classifySlow(cp);
-    if (cls >= 0) astralDigits.set(cp, cls);
-    return cls;
-  }
-  let cls = BMP_CLASS[cp]!;
-  if (cls === UNKNOWN) {
-    cls = classifySlow(cp);
-    BMP_CLASS[cp] = cls;
-  }
-  return cls;
+function hexValue(t: Tables, cp: number): number {
+  if (cp >= 0x30 && cp <= 0x39) return cp - 0x30;
+  if (cp >= 0x41 && cp <= 0x46) return cp - 0x37;
+  if (cp >= 0x61 && cp <= 0x66) return cp - 0x57;
+  return cp < 0x80 ? -1 : (t.hexOf.get(cp) ?? -1);
 }
 
-// The last MAX_LEN digits of the current run, newest at ring[(count - 1) % MAX_LEN]. Shared:
-// scan() is synchronous and never re-entered.
+const width = (cp: number): number => (cp > 0xffff ? 2 : 1);
+
+/** The byte of a percent escape starting at `i`, and where it ends; undefined when there is none. */
+function escapeAt(t: Tables, text: string, i: number): { byte: number; end: number } | undefined {
+  const pct = text.codePointAt(i)!;
+  if (pct !== 0x25 && (pct < 0x80 || !t.percent.has(pct))) return undefined;
+  const j = i + width(pct);
+  if (j >= text.length) return undefined;
+  const a = text.codePointAt(j)!;
+  const high = hexValue(t, a);
+  if (high < 0) return undefined;
+  const k = j + width(a);
+  if (k >= text.length) return undefined;
+  const b = text.codePointAt(k)!;
+  const low = hexValue(t, b);
+  if (low < 0) return undefined;
+  return { byte: high * 16 + low, end: k + width(b) };
+}
+
+// The scan's state. Shared: scan() is synchronous and never re-entered.
+// The last MAX_LEN digits of the current run, newest at ring[(count - 1) % MAX_LEN].
 const ring = new Int8Array(MAX_LEN);
+let count = 0;
+// The nearest digit, word letter or white space so far (transparent characters and other
+// separators are looked past), and whether a word letter after a digit awaits its right side.
+const NONE = 0;
+const AFTER_DIGIT = 1;
+const AFTER_WORD = 2;
+let last = NONE;
+let pendingLetter = false;
 
-const isHex = (c: number): boolean => (c >= 0x30 && c <= 0x39) || (c >= 0x41 && c <= 0x46) || (c >= 0x61 && c <= 0x66);
-
-/**
- * Scans one normalised string for a Luhn-valid 13-19 window. With `skipEscapes`, each `%XX`
- * escape is a separator.
- */
-function scan(text: string, skipEscapes: boolean): boolean {
-  let count = 0;
-  for (let i = 0; i < text.length; i++) {
-    let cp = text.charCodeAt(i);
-    if (cp === 0x25 && skipEscapes && i + 2 < text.length && isHex(text.charCodeAt(i + 1)) && isHex(text.charCodeAt(i + 2))) {
-      i += 2;
-      continue;
-    }
-    if (cp >= 0xd800 && cp <= 0xdbff && i + 1 < text.length) {
-      const low = text.charCodeAt(i + 1);
-      if (low >= 0xdc00 && low <= 0xdfff) {
-        cp = 0x10000 + ((cp - 0xd800) << 10) + (low - 0xdc00);
-        i++;
-      }
-    }
-    const cls = classify(cp);
-    if (cls === SEPARATOR) continue;
-    if (cls === BREAK) {
-      count = 0;
-      continue;
-    }
+/** Feeds one class to the scan; true when a Luhn-valid window now ends at the newest digit. */
+function feed(cls: number): boolean {
+  if (cls <= 9) {
+    pendingLetter = false; // a letter between two digits stood alone: a separator
+    last = AFTER_DIGIT;
     ring[count % MAX_LEN] = cls;
     count++;
-    if (count >= MIN_LEN && windowEndingHerePasses(count)) return true;
+    return count >= MIN_LEN && windowEndingHerePasses();
+  }
+  if (cls === WORD) {
+    if (last === AFTER_DIGIT) {
+      pendingLetter = true;
+    } else {
+      pendingLetter = false; // this letter, and one waiting before it, belong to a word
+      count = 0;
+    }
+    last = AFTER_WORD;
+  } else if (cls === WHOLE_WORD) {
+    pendingLetter = false;
+    count = 0;
+    last = AFTER_WORD;
+  } else if (cls === SPACE) {
+    if (pendingLetter) count = 0; // a letter with white space beside it is a word
+    pendingLetter = false;
+    last = NONE;
   }
   return false;
 }
 
+/** Scans one string for a Luhn-valid 13-19 window. With `skipEscapes`, each `%XX` is a separator. */
+function scan(t: Tables, text: string, skipEscapes: boolean): { found: boolean; sawEscape: boolean } {
+  const classOf = t.classOf;
+  count = 0;
+  last = NONE;
+  pendingLetter = false;
+  let sawEscape = false;
+  for (let i = 0; i < text.length; ) {
+    let cp = text.charCodeAt(i);
+    if (cp >= 0xd800 && cp <= 0xdbff) cp = text.codePointAt(i)!;
+    const cls = classOf[cp]!;
+    if (cls === SEPARATOR) {
+      // Every character read as "%" is a separator: only here can an escape begin.
+      const byte = skipEscapes && (cp === 0x25 || (cp >= 0x80 && t.percent.has(cp))) ? escapeAt(t, text, i) : undefined;
+      sawEscape ||= byte !== undefined;
+      i = byte ? byte.end : i + width(cp);
+      continue;
+    }
+    i += cp > 0xffff ? 2 : 1;
+    if (cls === TRANSPARENT) continue;
+    // The two commonest classes after separators, handled here rather than in feed().
+    if (cls === WHOLE_WORD) {
+      pendingLetter = false;
+      count = 0;
+      last = AFTER_WORD;
+    } else if (cls === SPACE) {
+      if (pendingLetter) count = 0;
+      pendingLetter = false;
+      last = NONE;
+    } else if (cls === SEQUENCE) {
+      for (const c of t.sequences.get(cp)!) if (feed(c)) return { found: true, sawEscape };
+    } else if (feed(cls)) {
+      return { found: true, sawEscape };
+    }
+  }
+  return { found: false, sawEscape };
+}
+
 // Luhn over the windows that end at the newest digit: walk left, doubling every second digit,
 // and test the sum at each length from 13 to 19 that the run is long enough for.
-function windowEndingHerePasses(count: number): boolean {
+function windowEndingHerePasses(): boolean {
   const longest = Math.min(count, MAX_LEN);
   let sum = 0;
   for (let k = 0; k < longest; k++) {
@@ -128,29 +194,37 @@ function windowEndingHerePasses(count: number): boolean {
   return false;
 }
 
-function isAscii(text: string): boolean {
-  for (let i = 0; i < text.length; i++) if (text.charCodeAt(i) > 0x7f) return false;
-  return true;
-}
-
 const utf8 = new TextDecoder("utf-8", { fatal: false });
 
-/** Decodes every run of `%XX` escapes as UTF-8 (malformed bytes become U+FFFD). One level. */
-function percentDecode(text: string): string {
-  return text.replace(/(?:%[0-9A-Fa-f]{2})+/g, (run) => {
-    const bytes = new Uint8Array(run.length / 3);
-    for (let j = 0; j < bytes.length; j++) bytes[j] = Number.parseInt(run.slice(j * 3 + 1, j * 3 + 3), 16);
-    return utf8.decode(bytes);
-  });
+/** Decodes every run of percent escapes as UTF-8 (malformed bytes become U+FFFD). One level. */
+function percentDecode(t: Tables, text: string): string {
+  let out = "";
+  const bytes: number[] = [];
+  for (let i = 0; i < text.length; ) {
+    const found = escapeAt(t, text, i);
+    if (found) {
+      bytes.push(found.byte);
+      i = found.end;
+      continue;
+    }
+    if (bytes.length > 0) {
+      out += utf8.decode(Uint8Array.from(bytes));
+      bytes.length = 0;
+    }
+    const cp = text.codePointAt(i)!;
+    out += text.slice(i, i + width(cp));
+    i += width(cp);
+  }
+  if (bytes.length > 0) out += utf8.decode(Uint8Array.from(bytes));
+  return out;
 }
-
-const normalise = (text: string): string => (isAscii(text) ? text : text.normalize("NFKC"));
 
 /** True when the text may hold a payment card number by the rule in this file's header. */
 export function containsCardNumber(text: string): boolean {
-  const normal = normalise(text);
-  if (scan(normal, true)) return true;
-  return PERCENT_ESCAPE.test(normal) && scan(normalise(percentDecode(normal)), false);
+  const t = load();
+  const first = scan(t, text, true);
+  if (first.found) return true;
+  return first.sawEscape && scan(t, percentDecode(t, text), false).found;
 }
 
 /** The Luhn check over a string of ASCII digits (for tests and callers that build numbers). */
