@@ -61,6 +61,7 @@ export const ERRORS = {
   UPSTREAM_UNKNOWN: { http: 404, mcp: "http", meaning: "no such upstream" },
   UPSTREAM_EXISTS: { http: 409, mcp: "http", meaning: "an upstream with this name exists" },
   UPSTREAM_UNREACHABLE: { http: 502, mcp: "http", meaning: "the MCP handshake with the upstream failed" },
+  UPSTREAM_SCHEMA_REFUSED: { http: 502, mcp: "http", meaning: "a tool's input schema has a pattern RE2 cannot run, or does not compile" },
   VALUE_INVALID: { http: 400, mcp: "http", meaning: "a field of an operator request has a bad value" },
 
   // --- desk: the MCP endpoint and the sandbox ---
@@ -76,10 +77,17 @@ export type ErrorCode = keyof typeof ERRORS;
 export const isErrorCode = (value: unknown): value is ErrorCode =>
   typeof value === "string" && Object.hasOwn(ERRORS, value);
 
-/** The one shape of a failure on the wire. */
-export const errorBody = (code: ErrorCode): { error: ErrorCode } => ({ error: code });
+/**
+ * Names that may stand beside a code, pointing at what failed: the operator's request field
+ * (`field`), the upstream tool whose schema was refused and why (`tool`, `reason`). Never a
+ * value, a message or upstream text.
+ */
+export type ErrorDetail = { field?: string; tool?: string; reason?: string };
 
-/** A JSON Response for a failure: the code's status, `{"error":CODE}`, nothing else. */
-export function errorResponse(code: ErrorCode, headers?: Record<string, string>): Response {
-  return Response.json(errorBody(code), { status: ERRORS[code].http, headers });
+/** The one shape of a failure on the wire. */
+export const errorBody = (code: ErrorCode, detail?: ErrorDetail): { error: ErrorCode } & ErrorDetail => ({ error: code, ...detail });
+
+/** A JSON Response for a failure: the code's status, `{"error":CODE}` (and its detail), nothing else. */
+export function errorResponse(code: ErrorCode, headers?: Record<string, string>, detail?: ErrorDetail): Response {
+  return Response.json(errorBody(code, detail), { status: ERRORS[code].http, headers });
 }

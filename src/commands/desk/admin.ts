@@ -133,7 +133,7 @@ async function addUpstream(desk: Desk, b: Body): Promise<Response> {
     const { tools } = await desk.addUpstream(name, url, headers);
     return Response.json({ name, url: url.href, header_names: Object.keys(headers), tools }, { status: 201 });
   } catch (err) {
-    if (err instanceof DeskError) fail(err.code);
+    if (err instanceof DeskError) fail(err.code, err.detail);
     throw err;
   }
 }
@@ -143,7 +143,7 @@ async function refreshUpstream(desk: Desk, name: string): Promise<Response> {
     const { tools } = await desk.refreshUpstream(name);
     return Response.json({ name, tools });
   } catch (err) {
-    if (err instanceof DeskError) fail(err.code);
+    if (err instanceof DeskError) fail(err.code, err.detail);
     throw err;
   }
 }

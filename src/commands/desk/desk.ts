@@ -1,7 +1,7 @@
 // The desk as one object: the ledger, the receipt signer, the sealing key, the registered tools
 // (schemas compiled once) and one MCP client per upstream. The HTTP handler and the clearing
 // path are built on it; tests build it in-process, the binary builds it from its data dir.
-import { type ArgsCheck, compileArgsSchema } from "../../core/desk/args.ts";
+import { type ArgsCheck, compileArgsSchema, SchemaRefused } from "../../core/desk/args.ts";
 import { hourOf } from "../../core/desk/period.ts";
 import { type SealingKey, seal, unseal } from "../../core/desk/seal.ts";
 import { type DeskLedger, type ReceiptMaker, type ToolRow, DeskLedgerError } from "../../core/ledger/desk.ts";
@@ -33,7 +33,11 @@ export type ToolEntry = { row: ToolRow; check: ArgsCheck; schema: Record<string,
 
 export class DeskError extends Error {
   override name = "DeskError";
-  constructor(readonly code: "UPSTREAM_EXISTS" | "UPSTREAM_UNKNOWN" | "UPSTREAM_UNREACHABLE") {
+  constructor(
+    readonly code: "UPSTREAM_EXISTS" | "UPSTREAM_UNKNOWN" | "UPSTREAM_UNREACHABLE" | "UPSTREAM_SCHEMA_REFUSED",
+    /** What the operator's answer names beside the code (the refused tool and why). */
+    readonly detail?: { tool: string; reason: SchemaRefused["reason"] },
+  ) {
     super(code);
   }
 }
@@ -99,7 +103,14 @@ export class Desk {
         continue;
       }
       const schema = JSON.parse(row.input_schema) as Record<string, unknown>;
-      next.set(row.name, { row, schema, check: compileArgsSchema(schema) });
+      try {
+        next.set(row.name, { row, schema, check: compileArgsSchema(schema) });
+      } catch (err) {
+        // Stored before this desk refused such schemas: the tool is not served (unknown to
+        // agents) rather than checked by a rule that could stall the desk.
+        if (!(err instanceof SchemaRefused)) throw err;
+        this.log(`tool ${row.name}: not served: its input schema is refused (${err.message}); refresh its upstream once it changes`);
+      }
     }
     this.tools = next;
   }
@@ -161,12 +172,14 @@ export class Desk {
         this.log(`upstream ${client.name}: left out a tool whose name is not 1-128 of [A-Za-z0-9_.-]`);
         return [];
       }
-      // A schema no validator can compile would let any argument through: refuse the upstream.
+      // A schema no validator can compile would let any argument through, and one with a
+      // pattern RE2 cannot run could not be checked in linear time: refuse the upstream.
       try {
         compileArgsSchema(t.inputSchema);
-      } catch {
-        this.log(`upstream ${client.name}: tool input schema does not compile`);
-        throw new DeskError("UPSTREAM_UNREACHABLE");
+      } catch (err) {
+        if (!(err instanceof SchemaRefused)) throw err;
+        this.log(`upstream ${client.name}: tool ${t.name}: input schema refused: ${err.message}`);
+        throw new DeskError("UPSTREAM_SCHEMA_REFUSED", { tool: t.name, reason: err.reason });
       }
       return [{ name: `${client.name}__${t.name}`, upstreamTool: t.name, description: t.description, inputSchema: JSON.stringify(t.inputSchema) }];
     });

@@ -76,7 +76,11 @@ export function createHandler(desk: Desk, options: HandlerOptions): Handler {
       const code: ErrorCode = internal ? "INTERNAL" : err.code;
       const tools = path.startsWith("/v1/tools/");
       const outcome = internal ? "internal_error" : "refused_request";
-      return errorResponse(code, tools ? clearingHeaders({ status: ERRORS[code].http, outcome, error: code, priceMc: 0, remainingMc: null }) : undefined);
+      return errorResponse(
+        code,
+        tools ? clearingHeaders({ status: ERRORS[code].http, outcome, error: code, priceMc: 0, remainingMc: null }) : undefined,
+        internal ? undefined : err.detail,
+      );
     }
   };
 }

@@ -4,14 +4,17 @@
 // value read by its rule (VALUE_INVALID when the rule refuses it). A typo never passes silently.
 // Every failure is an HttpFailure, which the handler answers as {"error":CODE}.
 import { readAtMost } from "../../core/body.ts";
-import type { ErrorCode } from "../../core/errors.ts";
+import type { ErrorCode, ErrorDetail } from "../../core/errors.ts";
 
 /** Largest request body accepted (tool arguments and operator requests). */
 export const MAX_BODY_BYTES = 1024 * 1024;
 
-/** A failure to answer with `{"error":CODE}` from anywhere below the handler. */
+/** A failure to answer with `{"error":CODE}` (plus what it points at) from anywhere below the handler. */
 export class HttpFailure extends Error {
-  constructor(readonly code: ErrorCode) {
+  constructor(
+    readonly code: ErrorCode,
+    readonly detail?: ErrorDetail,
+  ) {
     super(code);
   }
 }
@@ -58,8 +61,8 @@ export type Body = Record<string, unknown>;
 /** A rule reads a field's value, or gives undefined when it is not acceptable. */
 export type Rule<T> = (v: unknown) => T | undefined;
 
-export function fail(code: ErrorCode): never {
-  throw new HttpFailure(code);
+export function fail(code: ErrorCode, detail?: ErrorDetail): never {
+  throw new HttpFailure(code, detail);
 }
 
 /** The request's JSON body, which must be an object (BODY_INVALID otherwise). */
