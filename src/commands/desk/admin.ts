@@ -233,7 +233,7 @@ function patchKey(desk: Desk, id: string, b: Body): Response {
   } catch (err) {
     if (err instanceof DeskLedgerError && err.code === "MISSING") fail("KEY_UNKNOWN");
     // A budget below what this period already spent would break spent <= budget.
-    if (err instanceof DeskLedgerError && err.code === "OVER_BUDGET") fail("VALUE_INVALID");
+    if (err instanceof DeskLedgerError && err.code === "OVER_BUDGET") fail("VALUE_INVALID", { field: "budget_mc" });
     throw err;
   }
 }
@@ -255,14 +255,14 @@ function sinceParam(url: URL): number | null {
   const since = url.searchParams.get("since");
   if (since === null) return null;
   const ms = timestamp(since);
-  if (ms === undefined || ms === null) fail("VALUE_INVALID");
+  if (ms === undefined || ms === null) fail("VALUE_INVALID", { field: "since" });
   return ms;
 }
 
 function audit(desk: Desk, url: URL): Response {
   const limitText = url.searchParams.get("limit");
   const limit = limitText === null ? 1000 : Number(limitText);
-  if (!Number.isSafeInteger(limit) || limit < 1 || limit > 10_000) fail("VALUE_INVALID");
+  if (!Number.isSafeInteger(limit) || limit < 1 || limit > 10_000) fail("VALUE_INVALID", { field: "limit" });
   const rows = desk.ledger.listAudit({ orgId: url.searchParams.get("org_id"), keyId: url.searchParams.get("key_id"), sinceMs: sinceParam(url), limit });
   return Response.json(rows.map((r) => ({ ...r, at: iso(r.at) })));
 }

@@ -1,8 +1,9 @@
 // Reading a request below the handler: the JSON body (application/json only, capped), path
 // segments, and strict operator bodies for /admin and /admin/sandbox alike: a JSON object, no
 // field outside the known ones (FIELD_UNKNOWN), required fields present (FIELD_MISSING), each
-// value read by its rule (VALUE_INVALID when the rule refuses it). A typo never passes silently.
-// Every failure is an HttpFailure, which the handler answers as {"error":CODE}.
+// value read by its rule (VALUE_INVALID when the rule refuses it). A typo never passes silently,
+// and each of the three answers names its field. Every failure is an HttpFailure, which the
+// handler answers as {"error":CODE} (with "field" for those three).
 import { readAtMost } from "../../core/body.ts";
 import type { ErrorCode, ErrorDetail } from "../../core/errors.ts";
 
@@ -72,13 +73,13 @@ export async function objectBody(req: Request): Promise<Body> {
   return value as Body;
 }
 
-/** Refuses fields outside `known`; each known field is then read by its rule. */
+/** Refuses fields outside `known` (naming the first one); each known field is then read by its rule. */
 export function onlyFields(b: Body, known: readonly string[]): void {
-  for (const k of Object.keys(b)) if (!known.includes(k)) fail("FIELD_UNKNOWN");
+  for (const k of Object.keys(b)) if (!known.includes(k)) fail("FIELD_UNKNOWN", { field: k });
 }
 
 export function required<T>(b: Body, field: string, read: Rule<T>): T {
-  if (!Object.hasOwn(b, field)) fail("FIELD_MISSING");
+  if (!Object.hasOwn(b, field)) fail("FIELD_MISSING", { field });
   return fieldValue(b, field, read);
 }
 
@@ -88,7 +89,7 @@ export function optional<T>(b: Body, field: string, read: Rule<T>): T | undefine
 
 function fieldValue<T>(b: Body, field: string, read: Rule<T>): T {
   const v = read(b[field]);
-  if (v === undefined) fail("VALUE_INVALID");
+  if (v === undefined) fail("VALUE_INVALID", { field });
   return v;
 }
 
