@@ -43,7 +43,7 @@ export const ERRORS = {
 
   // --- desk: the clearing path ---
   KEY_INVALID: { http: 401, mcp: "http", meaning: "unknown, revoked or expired key" },
-  TOO_MANY_FAILURES: { http: 429, mcp: "result", meaning: "20 failed calls this UTC hour; wait for the next hour" },
+  TOO_MANY_FAILURES: { http: 429, mcp: "result", meaning: "20 failed or running calls of this key this UTC hour" },
   TOOL_UNKNOWN: { http: 404, mcp: "result", meaning: "no such tool" },
   ARGS_INVALID: { http: 400, mcp: "result", meaning: "the arguments break the tool's input schema" },
   TOOL_NOT_ALLOWED: { http: 403, mcp: "result", meaning: "the tool is not on the key's allowlist" },

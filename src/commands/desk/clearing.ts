@@ -5,14 +5,11 @@
 import type { ArgsProblem } from "../../core/desk/args.ts";
 import { hourOf, periodOf } from "../../core/desk/period.ts";
 import { lookupOf, sha256 } from "../../core/desk/secrets.ts";
-import { type CallContext, type KeyRow, type SettleOutcome, spentIn } from "../../core/ledger/desk.ts";
+import { type CallContext, FAILURES_PER_HOUR, type KeyRow, type SettleOutcome, spentIn } from "../../core/ledger/desk.ts";
 import type { ErrorCode } from "../../core/errors.ts";
 import { CanonicalJsonError, type Envelope, paramsSha256, resultSha256 } from "../../core/receipt/index.ts";
 import type { Desk, ToolEntry } from "./desk.ts";
 import type { CallOutcome } from "./upstream.ts";
-
-/** Failed calls (any outcome but charged) a key may make in one UTC hour before it gets 429. */
-const FAILURES_PER_HOUR = 20;
 
 export type ClearingOutcome = {
   status: number;
@@ -73,7 +70,10 @@ export function validKey(desk: Desk, secret: string | null, now: number): KeyRow
   return key;
 }
 
-/** Step 2: too many failed calls this UTC hour → 429 until the hour ends. */
+/**
+ * Step 2: too many failed or running calls this UTC hour → 429. An early answer from the key as
+ * read; the reservation (step 5) counts and checks again, atomically with the calls in flight.
+ */
 async function checkFailureLimit(desk: Desk, ctx: CallContext): Promise<Step<null>> {
   if (ctx.key.fail_hour !== ctx.hour || ctx.key.fail_count < FAILURES_PER_HOUR) return { next: null };
   await desk.ledger.batched(() => desk.ledger.recordPlainRefusal(ctx, "refused_rate_limited", 429));
@@ -128,6 +128,9 @@ async function reserve(desk: Desk, ctx: CallContext): Promise<Step<number>> {
   if (r.kind === "reserved") return { next: r.reservationId };
   if (r.kind === "key_gone") {
     return stop({ status: 401, outcome: "refused_key_invalid", error: "KEY_INVALID", priceMc: 0, remainingMc: null });
+  }
+  if (r.kind === "rate_limited") {
+    return stop({ status: 429, outcome: "refused_rate_limited", error: "TOO_MANY_FAILURES", priceMc: ctx.priceMc, remainingMc: r.remainingMc });
   }
   return stop({ status: 402, outcome: "refused_budget", error: "BUDGET_EXHAUSTED", priceMc: ctx.priceMc, remainingMc: r.remainingMc, receipt: last()! });
 }

@@ -3,7 +3,7 @@
 // UPDATE (the period reset folded in), and each settlement moves the money, appends the receipt
 // and appends the audit row in one transaction, so a crash leaves all three or none.
 import type { Database } from "bun:sqlite";
-import { periodOf } from "../desk/period.ts";
+import { hourOf, periodOf } from "../desk/period.ts";
 import { constantTimeEqual, newId } from "../desk/secrets.ts";
 import { openLedger } from "./database.ts";
 import { DESK_MIGRATIONS } from "./desk-migrations.ts";
@@ -106,6 +106,13 @@ export type ReservationRow = {
   receipt_id: string | null;
 };
 
+/**
+ * Calls of one key per UTC hour that may fail: a call counts from its reservation (in the hour it
+ * was reserved) until it is charged, so failed and still-running calls together never pass it,
+ * however many arrive at once or from however many processes.
+ */
+export const FAILURES_PER_HOUR = 20;
+
 /** What a key has spent in `period`: its row holds the spend of its latest period only. */
 export function spentIn(key: Pick<KeyRow, "period" | "spent_mc">, period: string): number {
   return key.period === period ? key.spent_mc : 0;
@@ -179,6 +186,8 @@ export type CallContext = {
 export type ReserveResult =
   | { kind: "reserved"; reservationId: number; remainingMc: number }
   | { kind: "no_room"; receipt: StoredReceipt; remainingMc: number }
+  /** FAILURES_PER_HOUR calls of this hour failed or are still running: an audit row, no count. */
+  | { kind: "rate_limited"; remainingMc: number }
   | { kind: "key_gone" };
 
 export type SettleOutcome = Exclude<ReceiptOutcome, "refused_not_allowed" | "refused_budget">;
@@ -528,10 +537,14 @@ export class DeskLedger {
 
   // --- the clearing path ----------------------------------------------------------------------
 
-  /** A refusal with no receipt (429, 404, 400 ARGS_INVALID): an audit row and a failure count. */
+  /**
+   * A refusal with no receipt (429, 404, 400 ARGS_INVALID): an audit row, and a failure count
+   * but for a 429 (which reached nothing; counting it would keep the key shut after its calls
+   * in flight succeed).
+   */
   recordPlainRefusal(ctx: CallContext, outcome: PlainOutcome, httpStatus: number): void {
     this.immediate(() => {
-      this.countFailure(ctx.key.id, ctx.hour);
+      if (outcome !== "refused_rate_limited") this.countFailure(ctx.key.id, ctx.hour);
       this.appendAudit(ctx, outcome, httpStatus, null);
     });
   }
@@ -551,18 +564,24 @@ export class DeskLedger {
    * Reserves the price with one conditional UPDATE that also rolls the period over: the budget
    * check, the reset and the spend are one statement, so parallel callers (threads, processes)
    * can never together pass a budget, and a reset cannot reopen it twice. The period only moves
-   * forward: a clock stepping back cannot reopen a spent period.
+   * forward: a clock stepping back cannot reopen a spent period. The same statement counts the
+   * call against the hour's failure limit before it reaches the upstream (settle takes it back
+   * when the call is charged): calls in flight cannot together pass the limit either.
    */
   reserve(ctx: CallContext, make: ReceiptMaker): ReserveResult {
     return this.immediate((): ReserveResult => {
       const reserved = this.db
         .query(
-          `UPDATE keys SET spent_mc = (CASE WHEN period = :period THEN spent_mc ELSE 0 END) + :price, period = :period
+          `UPDATE keys SET spent_mc = (CASE WHEN period = :period THEN spent_mc ELSE 0 END) + :price, period = :period,
+             fail_count = (CASE WHEN fail_hour = :hour THEN fail_count ELSE 0 END) + 1, fail_hour = :hour
            WHERE id = :id AND revoked_at IS NULL AND (expires_at IS NULL OR expires_at > :now) AND :period >= period
              AND (CASE WHEN period = :period THEN spent_mc ELSE 0 END) + :price <= budget_mc
+             AND (CASE WHEN fail_hour = :hour THEN fail_count ELSE 0 END) < :failures
            RETURNING budget_mc - spent_mc AS remaining`,
         )
-        .get({ id: ctx.key.id, period: ctx.period, price: ctx.priceMc, now: ctx.now }) as { remaining: number } | null;
+        .get({ id: ctx.key.id, period: ctx.period, price: ctx.priceMc, now: ctx.now, hour: ctx.hour, failures: FAILURES_PER_HOUR }) as {
+        remaining: number;
+      } | null;
       if (reserved !== null) {
         this.db
           .query(
@@ -578,8 +597,13 @@ export class DeskLedger {
           .get(ctx.key.id, ctx.key.org_id, ctx.tool, ctx.period, ctx.priceMc, ctx.upstreamCostMc, ctx.paramsSha256, ctx.now) as { id: number };
         return { kind: "reserved", reservationId: res.id, remainingMc: reserved.remaining };
       }
-      const key = this.countFailure(ctx.key.id, ctx.hour);
-      if (key === null || key.revoked_at !== null || (key.expires_at !== null && key.expires_at <= ctx.now)) return { kind: "key_gone" };
+      const now = this.getKey(ctx.key.id);
+      if (now === null || now.revoked_at !== null || (now.expires_at !== null && now.expires_at <= ctx.now)) return { kind: "key_gone" };
+      if (now.fail_hour === ctx.hour && now.fail_count >= FAILURES_PER_HOUR) {
+        this.appendAudit(ctx, "refused_rate_limited", 429, null);
+        return { kind: "rate_limited", remainingMc: now.budget_mc - spentIn(now, ctx.period) };
+      }
+      const key = this.countFailure(ctx.key.id, ctx.hour)!;
       const remainingMc = key.budget_mc - spentIn(key, ctx.period);
       const receipt = this.appendReceipt(ctx, make, "refused_budget", 402, 0, remainingMc, ctx.period);
       this.appendAudit(ctx, "refused_budget", 402, receipt.id);
@@ -613,18 +637,20 @@ export class DeskLedger {
         return { kind: "already_settled", receipt, outcome: prior.outcome, remainingMc: this.remainingOf(prior.key_id, prior.period) };
       }
       const charged = outcome === "charged";
-      // A refund, the failure count and the fresh key row in one statement; the key's spend
-      // drops only while it is still in the reservation's period.
+      // The call was counted as failing when it was reserved: a charge takes that back (in the
+      // hour it was counted in, if that hour is still the key's); a failure keeps it. A refund
+      // lowers the key's spend only while it is still in the reservation's period.
       const key = (
         charged
-          ? this.getKey(res.key_id)
-          : this.db
+          ? this.db
               .query(
-                `UPDATE keys SET spent_mc = CASE WHEN period = :period THEN spent_mc - :price ELSE spent_mc END,
-                   fail_count = CASE WHEN fail_hour = :hour THEN fail_count ELSE 0 END + 1, fail_hour = :hour
+                `UPDATE keys SET fail_count = CASE WHEN fail_hour = :hour AND fail_count > 0 THEN fail_count - 1 ELSE fail_count END
                  WHERE id = :id RETURNING *`,
               )
-              .get({ id: res.key_id, period: res.period, price: res.price_mc, hour })
+              .get({ id: res.key_id, hour: hourOf(res.created_at) })
+          : this.db
+              .query("UPDATE keys SET spent_mc = CASE WHEN period = :period THEN spent_mc - :price ELSE spent_mc END WHERE id = :id RETURNING *")
+              .get({ id: res.key_id, period: res.period, price: res.price_mc })
       ) as KeyRow;
       if (!charged) this.db.query("UPDATE spend SET spent_mc = spent_mc - ? WHERE key_id = ? AND period = ?").run(res.price_mc, res.key_id, res.period);
       const remainingMc = key.budget_mc - spentIn(key, periodOf(key.reset, now));
