@@ -22,7 +22,7 @@ afterAll(async () => {
 
 test("every answer's receipt and money are committed (seen by another connection) when the answer exists", async () => {
   // Ten keys with 20 calls each (a key's failed and running calls stay within its 20 an hour).
-  const keys = [];
+  const keys: { keyId: string; secret: string }[] = [];
   for (let i = 0; i < 10; i++) keys.push(await t.makeKey({ budget_mc: 1_000_000_000, reset: "daily", allow: ["fx__echo", "fx__fail_5xx"] }));
   // Room for exactly 5 echo calls: the 15 other calls of this key are refused with a receipt.
   const tight = await t.makeKey({ budget_mc: 5_000, reset: "none", allow: ["fx__echo"] });
