@@ -229,7 +229,8 @@ function patchKey(desk: Desk, id: string, b: Body): Response {
     expiresAt: optional(b, "expires_at", timestamp),
   };
   try {
-    return Response.json(keyView(desk.ledger.patchKey(id, patch), desk.now()));
+    const now = desk.now();
+    return Response.json(keyView(desk.ledger.patchKey(id, patch, now), now));
   } catch (err) {
     if (err instanceof DeskLedgerError && err.code === "MISSING") fail("KEY_UNKNOWN");
     // A budget below what this period already spent would break spent <= budget.

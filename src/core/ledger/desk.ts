@@ -243,6 +243,13 @@ self.onmessage = (e) => {
 };
 `;
 
+/**
+ * What a key row has spent in the period `:period` (the key's period at the caller's `now`): its
+ * row holds the spend of its latest period only. The one way the ledger reads it in SQL, as
+ * `spentIn` does in code.
+ */
+const SPENT_IN_PERIOD = "(CASE WHEN period = :period THEN spent_mc ELSE 0 END)";
+
 /** WAL pages after which the desk's own connection checkpoints anyway (the worker's backstop). */
 const BACKSTOP_CHECKPOINT_PAGES = 20_000;
 
@@ -492,30 +499,38 @@ export class DeskLedger {
     ) as KeyRow[];
   }
 
-  /** OVER_BUDGET when a new budget is below what the current period already spent. */
-  patchKey(id: string, patch: KeyPatch): KeyRow {
-    return this.db
-      .transaction(() => {
-        const key = this.getKey(id);
-        if (key === null) throw new DeskLedgerError("MISSING");
-        try {
-          this.db
-            .query("UPDATE keys SET name = ?, budget_mc = ?, allow = ?, prices = ?, expires_at = ? WHERE id = ?")
-            .run(
-              patch.name ?? key.name,
-              patch.budgetMc ?? key.budget_mc,
-              patch.allow === undefined ? key.allow : JSON.stringify(patch.allow),
-              patch.prices === undefined ? key.prices : JSON.stringify(patch.prices),
-              patch.expiresAt === undefined ? key.expires_at : patch.expiresAt,
-              id,
-            );
-        } catch (err) {
-          if (isConstraint(err)) throw new DeskLedgerError("OVER_BUDGET");
-          throw err;
-        }
-        return this.getKey(id)!;
-      })
-      .immediate();
+  /**
+   * OVER_BUDGET when a new budget is below what the key's current period (at `now`) already
+   * spent. The row is rolled into that period first, as the next reservation would roll it, so
+   * the CHECK compares the budget with this period's spend and never with yesterday's.
+   */
+  patchKey(id: string, patch: KeyPatch, now: number): KeyRow {
+    return this.immediate(() => {
+      const key = this.getKey(id);
+      if (key === null) throw new DeskLedgerError("MISSING");
+      try {
+        this.db
+          .query(
+            `UPDATE keys SET name = :name, budget_mc = :budget, allow = :allow, prices = :prices, expires_at = :expires,
+               spent_mc = CASE WHEN :period >= period THEN ${SPENT_IN_PERIOD} ELSE spent_mc END,
+               period = CASE WHEN :period >= period THEN :period ELSE period END
+             WHERE id = :id`,
+          )
+          .run({
+            name: patch.name ?? key.name,
+            budget: patch.budgetMc ?? key.budget_mc,
+            allow: patch.allow === undefined ? key.allow : JSON.stringify(patch.allow),
+            prices: patch.prices === undefined ? key.prices : JSON.stringify(patch.prices),
+            expires: patch.expiresAt === undefined ? key.expires_at : patch.expiresAt,
+            period: periodOf(key.reset, now),
+            id,
+          });
+      } catch (err) {
+        if (isConstraint(err)) throw new DeskLedgerError("OVER_BUDGET");
+        throw err;
+      }
+      return this.getKey(id)!;
+    });
   }
 
   /** New secret; the old one stops matching with this statement. */
@@ -530,8 +545,8 @@ export class DeskLedger {
   /** Remaining budget of a key in `period` (a key not used since the reset has all of it). */
   remainingOf(keyId: string, period: string): number {
     const row = this.db
-      .query("SELECT budget_mc - CASE WHEN period = ? THEN spent_mc ELSE 0 END AS remaining FROM keys WHERE id = ?")
-      .get(period, keyId) as { remaining: number } | null;
+      .query(`SELECT budget_mc - ${SPENT_IN_PERIOD} AS remaining FROM keys WHERE id = :id`)
+      .get({ period, id: keyId }) as { remaining: number } | null;
     return row?.remaining ?? 0;
   }
 
@@ -572,10 +587,10 @@ export class DeskLedger {
     return this.immediate((): ReserveResult => {
       const reserved = this.db
         .query(
-          `UPDATE keys SET spent_mc = (CASE WHEN period = :period THEN spent_mc ELSE 0 END) + :price, period = :period,
+          `UPDATE keys SET spent_mc = ${SPENT_IN_PERIOD} + :price, period = :period,
              fail_count = (CASE WHEN fail_hour = :hour THEN fail_count ELSE 0 END) + 1, fail_hour = :hour
            WHERE id = :id AND revoked_at IS NULL AND (expires_at IS NULL OR expires_at > :now) AND :period >= period
-             AND (CASE WHEN period = :period THEN spent_mc ELSE 0 END) + :price <= budget_mc
+             AND ${SPENT_IN_PERIOD} + :price <= budget_mc
              AND (CASE WHEN fail_hour = :hour THEN fail_count ELSE 0 END) < :failures
            RETURNING budget_mc - spent_mc AS remaining`,
         )
