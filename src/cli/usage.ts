@@ -112,8 +112,9 @@ Options:
   --tls-cert PATH           serve HTTPS with this certificate
   --tls-key PATH            and this key
   --upstream-timeout SECS   how long an upstream call may take (default 30)
-  --allowed-host HOST       another Host the MCP endpoint (/mcp) answers to, as NAME (any
-                            port) or NAME:PORT; repeatable (loopback names always pass)
+  --allowed-host HOST       another Host the MCP endpoint (/mcp) and the sandbox answer to,
+                            as NAME (any port) or NAME:PORT; repeatable (loopback names
+                            always pass)
   --trust-proxy             take the sandbox caller's address from the rightmost
                             X-Forwarded-For entry (only behind a proxy that sets it)
   -h, --help                print this help

@@ -3,7 +3,8 @@
 // _meta that verifies and moves the ledger exactly as REST does, each refusal is a tool result
 // with its code, and auth, Host and Origin are checked before the transport.
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
-import { hostAllowed, priceSentence } from "../../src/commands/desk/mcp.ts";
+import { priceSentence } from "../../src/commands/desk/mcp.ts";
+import { hostAllowed } from "../../src/commands/desk/site-check.ts";
 import { type Jwks, MCP_RECEIPT_META_KEY, verifyResponse } from "../../src/core/receipt/index.ts";
 import { startUpstreamFixture, type UpstreamFixture } from "../fixtures/upstream-server.ts";
 import { makeDeskOnFixture, manualClock, type TestDesk } from "./desk-harness.ts";

@@ -24,11 +24,11 @@ afterAll(async () => {
   await fx.stop();
 });
 
-/** A peer as Bun.serve reports it, so each test picks the caller's address. */
-const from = (address: string) => ({ requestIP: () => ({ address }) });
+/** A peer as Bun.serve reports it (listening on 8787), so each test picks the caller's address. */
+const from = (address: string) => ({ requestIP: () => ({ address }), port: 8787 });
 
 function askKey(address: string, handler: Handler = t.handler, headers: Record<string, string> = {}): Promise<Response> {
-  return handler(new Request("http://desk.test/v1/sandbox/keys", { method: "POST", headers }), from(address));
+  return handler(new Request("http://localhost:8787/v1/sandbox/keys", { method: "POST", headers: { host: "localhost:8787", ...headers } }), from(address));
 }
 
 type SandboxKey = { key_id: string; secret: string; expires_at: string; budget_mc: number; allow: string[] };

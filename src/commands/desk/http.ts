@@ -11,6 +11,7 @@ import type { Desk } from "./desk.ts";
 import { MCP_PATH, mcpEndpoint } from "./mcp.ts";
 import { HttpFailure, MAX_BODY_BYTES, pathSegment, readJson } from "./request.ts";
 import { type PeerSource, sandboxKey } from "./sandbox.ts";
+import { siteCheck } from "./site-check.ts";
 
 
 export type HandlerOptions = {
@@ -18,15 +19,15 @@ export type HandlerOptions = {
   adminTokenSha256: Uint8Array;
   /** Called with the fault when a request fails on the desk's side (answered INTERNAL). */
   onInternal?: (err: unknown) => void;
-  /** The --listen hostname: the MCP endpoint accepts it as a Host (with loopback names). */
+  /** The --listen hostname: /mcp and the sandbox accept it as a Host (with loopback names). */
   listenHostname?: string;
-  /** More Host values the MCP endpoint accepts (--allowed-host). */
+  /** More Host values /mcp and the sandbox accept (--allowed-host). */
   allowedHosts?: readonly string[];
   /** Read the sandbox caller's address from X-Forwarded-For (--trust-proxy). */
   trustProxy?: boolean;
 };
 
-/** Bun.serve's server as `fetch` receives it: its port (MCP Host check) and peer addresses (sandbox). */
+/** Bun.serve's server as `fetch` receives it: its port (Host check) and peer addresses (sandbox). */
 export type ServerInfo = PeerSource & { readonly port?: number | undefined };
 
 export type Handler = (req: Request, server?: ServerInfo) => Promise<Response>;
@@ -41,12 +42,15 @@ export function createHandler(desk: Desk, options: HandlerOptions): Handler {
   };
 
   const mcp = mcpEndpoint(desk, { ...options, maxBodyBytes: MAX_BODY_BYTES });
+  const ourSite = siteCheck(options);
 
   return async (req, server) => {
     const url = new URL(req.url);
     const path = url.pathname;
     try {
-      if (path === MCP_PATH) return await mcp(req, server);
+      // Before the key is read, before the sandbox counts anything (site-check.ts).
+      if ((path === MCP_PATH || path === "/v1/sandbox/keys") && !ourSite(req, server)) return errorResponse("HOST_REFUSED");
+      if (path === MCP_PATH) return await mcp(req);
       if (path === "/v1/sandbox/keys") {
         if (req.method !== "POST") throw new HttpFailure("NOT_FOUND");
         return sandboxKey(desk, req, server, options.trustProxy === true);
