@@ -30,7 +30,7 @@ afterAll(async () => {
 const ask = (headers: Record<string, string>) => fetch(`${desk.url}/v1/sandbox/keys`, { method: "POST", headers });
 
 test("a foreign Host or Origin is refused before the sandbox counts; the desk's own names still get their five keys", async () => {
-  const foreign = [
+  const foreign: Record<string, string>[] = [
     { host: `evil.example:${desk.port}` },
     { host: `evil.example:${desk.port}`, origin: `http://evil.example:${desk.port}` },
     { host: `127.0.0.1:${desk.port}`, origin: `http://evil.example:${desk.port}` },
@@ -45,7 +45,7 @@ test("a foreign Host or Origin is refused before the sandbox counts; the desk's 
   }
   // None of the 15 refusals took one of this network's keys.
   const statuses: number[] = [];
-  const named = [{}, { origin: `http://127.0.0.1:${desk.port}` }, { host: `localhost:${desk.port}` }, { host: "desk.example.com" }, { host: `[::1]:${desk.port}` }];
+  const named: Record<string, string>[] = [{}, { origin: `http://127.0.0.1:${desk.port}` }, { host: `localhost:${desk.port}` }, { host: "desk.example.com" }, { host: `[::1]:${desk.port}` }];
   for (const headers of named) statuses.push((await ask(headers)).status);
   expect(statuses).toEqual([201, 201, 201, 201, 201]);
   const sixth = await ask({});
