@@ -61,6 +61,7 @@ export const ERRORS = {
   UPSTREAM_UNKNOWN: { http: 404, mcp: "http", meaning: "no such upstream" },
   UPSTREAM_EXISTS: { http: 409, mcp: "http", meaning: "an upstream with this name exists" },
   UPSTREAM_UNREACHABLE: { http: 502, mcp: "http", meaning: "the MCP handshake with the upstream failed" },
+  UPSTREAM_HOST_REFUSED: { http: 403, mcp: "http", meaning: "the upstream URL names a link-local or unspecified address that --allow-upstream-host does not" },
   UPSTREAM_SCHEMA_REFUSED: { http: 502, mcp: "http", meaning: "a tool's input schema has a pattern RE2 cannot run, or does not compile" },
   VALUE_INVALID: { http: 400, mcp: "http", meaning: "a field of an operator request has a bad value" },
 
