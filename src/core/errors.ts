@@ -58,6 +58,7 @@ export const ERRORS = {
   ORG_UNKNOWN: { http: 404, mcp: "http", meaning: "no such organization" },
   KEY_UNKNOWN: { http: 404, mcp: "http", meaning: "no such key" },
   RECEIPT_UNKNOWN: { http: 404, mcp: "result", meaning: "no such receipt in this organization" },
+  RESULT_UNKNOWN: { http: 404, mcp: "http", meaning: "no result held for this receipt and key (delivered, expired, or not this key's)" },
   UPSTREAM_UNKNOWN: { http: 404, mcp: "http", meaning: "no such upstream" },
   UPSTREAM_EXISTS: { http: 409, mcp: "http", meaning: "an upstream with this name exists" },
   UPSTREAM_UNREACHABLE: { http: 502, mcp: "http", meaning: "the MCP handshake with the upstream failed" },

@@ -5,7 +5,7 @@ import { periodOf, RESETS, type Reset } from "../../core/desk/period.ts";
 import { newId, newKeySecret } from "../../core/desk/secrets.ts";
 import { DeskLedgerError, type KeyRow, spentIn } from "../../core/ledger/desk.ts";
 import { type Desk, DeskError } from "./desk.ts";
-import { type Body, fail, intIn, objectBody as body, onlyFields, optional, pathSegment, required } from "./request.ts";
+import { type Body, fail, intIn, objectBody as body, onlyFields, optional, pathSegment, required, timestamp } from "./request.ts";
 import { sandboxAdmin } from "./sandbox.ts";
 
 const UPSTREAM_NAME = /^[a-z][a-z0-9-]{0,31}$/;
@@ -78,12 +78,6 @@ const priceMap = (v: unknown) => {
   const entries = Object.entries(v as Record<string, unknown>);
   if (entries.length > 1000 || !entries.every(([k, p]) => k.length >= 1 && k.length <= 200 && money(p) !== undefined)) return undefined;
   return Object.fromEntries(entries) as Record<string, number>;
-};
-const timestamp = (v: unknown) => {
-  if (v === null) return null;
-  if (typeof v !== "string" || !/^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}(:\d{2}(\.\d{1,3})?)?Z$/.test(v)) return undefined;
-  const ms = Date.parse(v);
-  return Number.isFinite(ms) ? ms : undefined;
 };
 
 function createOrg(desk: Desk, b: Body): Response {

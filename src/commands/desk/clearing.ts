@@ -24,12 +24,20 @@ export type ClearingOutcome = {
   receipt?: Envelope;
 };
 
+/** How long the result of a charged call whose agent disconnected is kept, and how many per key. */
+export const HELD_RESULT_MS = 60 * 60 * 1000;
+const HELD_RESULTS_PER_KEY = 20;
+
 type Step<T> = { done: ClearingOutcome } | { next: T };
 
 const stop = (done: ClearingOutcome): { done: ClearingOutcome } => ({ done });
 
-/** Clears one call of `toolName` with `args` for the holder of `keySecret`. */
-export async function clear(desk: Desk, keySecret: string | null, toolName: string, args: unknown): Promise<ClearingOutcome> {
+/**
+ * Clears one call of `toolName` with `args` for the holder of `keySecret`. `agentGone` aborts
+ * when the agent's connection closes: a call charged after that keeps its result for the agent
+ * to fetch (it paid for it), and only such a call writes its result to the ledger.
+ */
+export async function clear(desk: Desk, keySecret: string | null, toolName: string, args: unknown, agentGone?: AbortSignal): Promise<ClearingOutcome> {
   const now = desk.now();
   const key = authenticate(desk, keySecret, now);
   if ("done" in key) return key.done;
@@ -52,7 +60,19 @@ export async function clear(desk: Desk, keySecret: string | null, toolName: stri
   const reserved = await reserve(desk, ctx);
   if ("done" in reserved) return reserved.done;
   const answer = await desk.client(tool.next.row.upstream)!.call(tool.next.row.upstream_tool, args as Record<string, unknown>);
-  return settle(desk, ctx, reserved.next, answer);
+  const settled = await settle(desk, ctx, reserved.next, answer);
+  if (agentGone?.aborted && settled.status === 200 && settled.result !== undefined && settled.receipt !== undefined) {
+    await holdResult(desk, ctx.key.id, settled.result, settled.receipt);
+  }
+  return settled;
+}
+
+/** Keeps a charged result the agent did not receive, for HELD_RESULT_MS (GET /v1/receipts/{id}/result). */
+async function holdResult(desk: Desk, keyId: string, result: Record<string, unknown>, receipt: Envelope): Promise<void> {
+  const now = desk.now();
+  const held = { receiptId: receipt.receipt.id, keyId, result: JSON.stringify(result), heldUntil: now + HELD_RESULT_MS, now, perKey: HELD_RESULTS_PER_KEY };
+  await desk.ledger.batched(() => desk.ledger.holdResult(held));
+  desk.log(`receipt ${held.receiptId}: the agent disconnected before its answer; the result is held for ${HELD_RESULT_MS / 60_000} min`);
 }
 
 /** Step 1: unknown, revoked or expired key → 401. */

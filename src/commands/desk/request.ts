@@ -97,3 +97,11 @@ function fieldValue<T>(b: Body, field: string, read: Rule<T>): T {
 export function intIn(min: number, max: number): Rule<number> {
   return (v) => (Number.isSafeInteger(v) && (v as number) >= min && (v as number) <= max ? (v as number) : undefined);
 }
+
+/** An RFC 3339 UTC time (`…Z`) as milliseconds; null stays null (no time). */
+export const timestamp: Rule<number | null> = (v) => {
+  if (v === null) return null;
+  if (typeof v !== "string" || !/^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}(:\d{2}(\.\d{1,3})?)?Z$/.test(v)) return undefined;
+  const ms = Date.parse(v);
+  return Number.isFinite(ms) ? ms : undefined;
+};

@@ -757,6 +757,49 @@ export class DeskLedger {
     return this.db.query("SELECT * FROM receipts WHERE id = ?").get(id) as ReceiptRow | null;
   }
 
+  /** One key's receipts issued at or after `sinceMs`, in chain order, at most `limit`. */
+  keyReceipts(keyId: string, sinceMs: number, limit: number): ReceiptRow[] {
+    return this.db
+      .query("SELECT * FROM receipts WHERE key_id = :key AND issued_at >= :since ORDER BY seq LIMIT :limit")
+      .all({ key: keyId, since: sinceMs, limit }) as ReceiptRow[];
+  }
+
+  /**
+   * Keeps the result of a charged call until `heldUntil`: past ones are dropped first, and a key
+   * keeps its `perKey` newest, so what a flood of disconnects can hold stays bounded.
+   */
+  holdResult(held: { receiptId: string; keyId: string; result: string; heldUntil: number; now: number; perKey: number }): void {
+    this.immediate(() => {
+      this.db.query("DELETE FROM held_results WHERE held_until <= ?").run(held.now);
+      this.db
+        .query("INSERT INTO held_results (receipt_id, key_id, result, held_until) VALUES (?, ?, ?, ?) ON CONFLICT (receipt_id) DO NOTHING")
+        .run(held.receiptId, held.keyId, held.result, held.heldUntil);
+      this.db
+        .query(
+          `DELETE FROM held_results WHERE key_id = :key AND receipt_id NOT IN
+             (SELECT receipt_id FROM held_results WHERE key_id = :key ORDER BY rowid DESC LIMIT :keep)`,
+        )
+        .run({ key: held.keyId, keep: held.perKey });
+    });
+  }
+
+  /** The held result of a receipt (its JSON text and key), while it is held at `now`. */
+  heldResult(receiptId: string, now: number): { key_id: string; result: string } | null {
+    return this.db.query("SELECT key_id, result FROM held_results WHERE receipt_id = ? AND held_until > ?").get(receiptId, now) as {
+      key_id: string;
+      result: string;
+    } | null;
+  }
+
+  /** Which of these receipts have a result held at `now`. */
+  heldAmong(receiptIds: string[], now: number): Set<string> {
+    if (receiptIds.length === 0) return new Set();
+    const rows = this.db
+      .query(`SELECT receipt_id FROM held_results WHERE held_until > ? AND receipt_id IN (${receiptIds.map(() => "?").join(", ")})`)
+      .all(now, ...receiptIds) as { receipt_id: string }[];
+    return new Set(rows.map((r) => r.receipt_id));
+  }
+
   /** Receipts in issue order (per key, in chain order), optionally of one org and since a time. */
   listReceipts(orgId: string | null, sinceMs: number | null): ReceiptRow[] {
     return this.db
