@@ -25,7 +25,7 @@ export type ClearingOutcome = {
 };
 
 /** How long the result of a charged call whose agent disconnected is kept, and how many per key. */
-export const HELD_RESULT_MS = 60 * 60 * 1000;
+const HELD_RESULT_MS = 60 * 60 * 1000;
 const HELD_RESULTS_PER_KEY = 20;
 
 type Step<T> = { done: ClearingOutcome } | { next: T };
