@@ -62,7 +62,8 @@ function buildProgram(): Command {
       .option("--tls-key <path>")
       .option("--upstream-timeout <secs>")
       .option("--allowed-host <host>", "", collect, [] as string[])
-      .option("--trust-proxy"),
+      .option("--trust-proxy")
+      .option("--allow-upstream-host <address>", "", collect, [] as string[]),
     usage.DESK_USAGE,
   ).action(async (flags: DeskFlags) => {
     const { runDesk } = await import("./commands/desk/index.ts");

@@ -112,14 +112,21 @@ Options:
   --tls-cert PATH           serve HTTPS with this certificate
   --tls-key PATH            and this key
   --upstream-timeout SECS   how long an upstream call may take (default 30)
-  --allowed-host HOST       another Host the MCP endpoint (/mcp) answers to, as NAME (any
-                            port) or NAME:PORT; repeatable (loopback names always pass)
+  --allowed-host HOST       another Host the MCP endpoint (/mcp) and the sandbox answer to,
+                            as NAME (any port) or NAME:PORT; repeatable (loopback names
+                            always pass)
   --trust-proxy             take the sandbox caller's address from the rightmost
                             X-Forwarded-For entry (only behind a proxy that sets it)
+  --allow-upstream-host ADDRESS
+                            a link-local or unspecified address (169.254.0.0/16, fe80::/10,
+                            0.0.0.0, ::) an upstream URL may name; refused otherwise;
+                            repeatable (ASK_ONLY_DESK_ALLOW_UPSTREAM_HOST, comma-separated)
   -h, --help                print this help
 
 Environment:
   ASK_ONLY_DESK_ADMIN_TOKEN the admin token, at least 32 characters
+  ASK_ONLY_DESK_ALLOW_UPSTREAM_HOST
+                            --allow-upstream-host values, comma-separated (the flag wins)
 
 Examples:
   ask-only desk --data ./desk-data

@@ -43,7 +43,7 @@ export const ERRORS = {
 
   // --- desk: the clearing path ---
   KEY_INVALID: { http: 401, mcp: "http", meaning: "unknown, revoked or expired key" },
-  TOO_MANY_FAILURES: { http: 429, mcp: "result", meaning: "20 failed calls this UTC hour; wait for the next hour" },
+  TOO_MANY_FAILURES: { http: 429, mcp: "result", meaning: "20 failed or running calls of this key this UTC hour" },
   TOOL_UNKNOWN: { http: 404, mcp: "result", meaning: "no such tool" },
   ARGS_INVALID: { http: 400, mcp: "result", meaning: "the arguments break the tool's input schema" },
   TOOL_NOT_ALLOWED: { http: 403, mcp: "result", meaning: "the tool is not on the key's allowlist" },
@@ -58,9 +58,12 @@ export const ERRORS = {
   ORG_UNKNOWN: { http: 404, mcp: "http", meaning: "no such organization" },
   KEY_UNKNOWN: { http: 404, mcp: "http", meaning: "no such key" },
   RECEIPT_UNKNOWN: { http: 404, mcp: "result", meaning: "no such receipt in this organization" },
+  RESULT_UNKNOWN: { http: 404, mcp: "http", meaning: "no result held for this receipt and key (delivered, expired, or not this key's)" },
   UPSTREAM_UNKNOWN: { http: 404, mcp: "http", meaning: "no such upstream" },
   UPSTREAM_EXISTS: { http: 409, mcp: "http", meaning: "an upstream with this name exists" },
   UPSTREAM_UNREACHABLE: { http: 502, mcp: "http", meaning: "the MCP handshake with the upstream failed" },
+  UPSTREAM_HOST_REFUSED: { http: 403, mcp: "http", meaning: "the upstream URL names a link-local or unspecified address that --allow-upstream-host does not" },
+  UPSTREAM_SCHEMA_REFUSED: { http: 502, mcp: "http", meaning: "a tool's input schema has a pattern RE2 cannot run, or does not compile" },
   VALUE_INVALID: { http: 400, mcp: "http", meaning: "a field of an operator request has a bad value" },
 
   // --- desk: the MCP endpoint and the sandbox ---
@@ -76,10 +79,17 @@ export type ErrorCode = keyof typeof ERRORS;
 export const isErrorCode = (value: unknown): value is ErrorCode =>
   typeof value === "string" && Object.hasOwn(ERRORS, value);
 
-/** The one shape of a failure on the wire. */
-export const errorBody = (code: ErrorCode): { error: ErrorCode } => ({ error: code });
+/**
+ * Names that may stand beside a code, pointing at what failed: the operator's request field
+ * (`field`), the upstream tool whose schema was refused and why (`tool`, `reason`). Never a
+ * value, a message or upstream text.
+ */
+export type ErrorDetail = { field?: string; tool?: string; reason?: string };
 
-/** A JSON Response for a failure: the code's status, `{"error":CODE}`, nothing else. */
-export function errorResponse(code: ErrorCode, headers?: Record<string, string>): Response {
-  return Response.json(errorBody(code), { status: ERRORS[code].http, headers });
+/** The one shape of a failure on the wire. */
+export const errorBody = (code: ErrorCode, detail?: ErrorDetail): { error: ErrorCode } & ErrorDetail => ({ error: code, ...detail });
+
+/** A JSON Response for a failure: the code's status, `{"error":CODE}` (and its detail), nothing else. */
+export function errorResponse(code: ErrorCode, headers?: Record<string, string>, detail?: ErrorDetail): Response {
+  return Response.json(errorBody(code, detail), { status: ERRORS[code].http, headers });
 }

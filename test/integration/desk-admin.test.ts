@@ -45,27 +45,27 @@ describe("operator API", () => {
     expect(list.map((o) => o.org_id)).toContain(org.org_id);
   });
 
-  test("strict bodies: unknown, missing and bad fields are refused with a code only", async () => {
-    const cases: [unknown, number, string][] = [
-      [{ name: "x", extra: 1 }, 400, "FIELD_UNKNOWN"],
-      [{}, 400, "FIELD_MISSING"],
-      [{ name: "" }, 400, "VALUE_INVALID"],
-      [["name"], 400, "BODY_INVALID"],
+  test("strict bodies: unknown, missing and bad fields are refused with a code and the field only", async () => {
+    const cases: [unknown, number, Record<string, string>][] = [
+      [{ name: "x", extra: 1 }, 400, { error: "FIELD_UNKNOWN", field: "extra" }],
+      [{}, 400, { error: "FIELD_MISSING", field: "name" }],
+      [{ name: "" }, 400, { error: "VALUE_INVALID", field: "name" }],
+      [["name"], 400, { error: "BODY_INVALID" }],
     ];
-    for (const [body, status, code] of cases) {
+    for (const [body, status, answer] of cases) {
       const r = await t.admin("POST", "/admin/orgs", body);
-      expect([r.status, await r.json()]).toEqual([status, { error: code }]);
+      expect([r.status, await r.json()]).toEqual([status, answer]);
     }
     const org = ((await (await t.admin("POST", "/admin/orgs", { name: "k" })).json()) as { org_id: string }).org_id;
-    const bad: [Record<string, unknown>, string][] = [
-      [{ org_id: "org_nope", budget_mc: 1, reset: "none", allow: [] }, "ORG_UNKNOWN"],
-      [{ org_id: org, budget_mc: -1, reset: "none", allow: [] }, "VALUE_INVALID"],
-      [{ org_id: org, budget_mc: 1.5, reset: "none", allow: [] }, "VALUE_INVALID"],
-      [{ org_id: org, budget_mc: 1, reset: "weekly", allow: [] }, "VALUE_INVALID"],
-      [{ org_id: org, budget_mc: 1, reset: "none", allow: "fx__echo" }, "VALUE_INVALID"],
-      [{ org_id: org, budget_mc: 1, reset: "none", allow: [], expires_at: "tomorrow" }, "VALUE_INVALID"],
+    const bad: [Record<string, unknown>, Record<string, string>][] = [
+      [{ org_id: "org_nope", budget_mc: 1, reset: "none", allow: [] }, { error: "ORG_UNKNOWN" }],
+      [{ org_id: org, budget_mc: -1, reset: "none", allow: [] }, { error: "VALUE_INVALID", field: "budget_mc" }],
+      [{ org_id: org, budget_mc: 1.5, reset: "none", allow: [] }, { error: "VALUE_INVALID", field: "budget_mc" }],
+      [{ org_id: org, budget_mc: 1, reset: "weekly", allow: [] }, { error: "VALUE_INVALID", field: "reset" }],
+      [{ org_id: org, budget_mc: 1, reset: "none", allow: "fx__echo" }, { error: "VALUE_INVALID", field: "allow" }],
+      [{ org_id: org, budget_mc: 1, reset: "none", allow: [], expires_at: "tomorrow" }, { error: "VALUE_INVALID", field: "expires_at" }],
     ];
-    for (const [body, code] of bad) expect(await (await t.admin("POST", "/admin/keys", body)).json()).toEqual({ error: code });
+    for (const [body, answer] of bad) expect(await (await t.admin("POST", "/admin/keys", body)).json()).toEqual(answer);
   });
 
   test("a new key's secret is shown once, stored only as a hash", async () => {
@@ -107,8 +107,8 @@ describe("operator API", () => {
     expect((await t.admin("PATCH", `/admin/keys/${k.keyId}`, { allow: ["fx__echo"], budget_mc: 1500 })).status).toBe(200);
     expect((await t.call(k.secret, "fx__echo", { text: "3" })).status).toBe(402);
     // A budget below this period's spend is refused rather than breaking spent <= budget.
-    expect(await (await t.admin("PATCH", `/admin/keys/${k.keyId}`, { budget_mc: 999 })).json()).toEqual({ error: "VALUE_INVALID" });
-    expect(await (await t.admin("PATCH", `/admin/keys/${k.keyId}`, { reset: "daily" })).json()).toEqual({ error: "FIELD_UNKNOWN" });
+    expect(await (await t.admin("PATCH", `/admin/keys/${k.keyId}`, { budget_mc: 999 })).json()).toEqual({ error: "VALUE_INVALID", field: "budget_mc" });
+    expect(await (await t.admin("PATCH", `/admin/keys/${k.keyId}`, { reset: "daily" })).json()).toEqual({ error: "FIELD_UNKNOWN", field: "reset" });
     expect(await (await t.admin("PATCH", "/admin/keys/key_nope", { name: "x" })).json()).toEqual({ error: "KEY_UNKNOWN" });
     expect((await t.admin("PATCH", `/admin/keys/${k.keyId}`, { budget_mc: 5000, prices: { fx__echo: 10 } })).status).toBe(200);
     expect((await t.call(k.secret, "fx__echo", { text: "4" })).headers.get("x-clearing-price-mc")).toBe("10");
@@ -135,7 +135,7 @@ describe("operator API", () => {
     ]);
     const since = (await (await t.admin("GET", `/admin/audit?key_id=${k.keyId}&since=2026-11-30T12:00:01Z`)).json()) as unknown[];
     expect(since).toHaveLength(1);
-    expect(await (await t.admin("GET", "/admin/audit?limit=0")).json()).toEqual({ error: "VALUE_INVALID" });
+    expect(await (await t.admin("GET", "/admin/audit?limit=0")).json()).toEqual({ error: "VALUE_INVALID", field: "limit" });
   });
 
   test("a receipt is visible only inside its organization; the admin sees all", async () => {
@@ -204,15 +204,15 @@ describe("operator API", () => {
 
   test("upstreams: names are checked, duplicates refused, an unreachable one is not stored", async () => {
     const bad = [
-      [{ name: "Fx", url: fx.url }, "VALUE_INVALID"],
-      [{ name: "x".repeat(33), url: fx.url }, "VALUE_INVALID"],
-      [{ name: "ok", url: "ftp://127.0.0.1/" }, "VALUE_INVALID"],
-      [{ name: "ok", url: "http://user:pw@127.0.0.1/" }, "VALUE_INVALID"],
-      [{ name: "ok", url: fx.url, headers: { "mcp-session-id": "x" } }, "VALUE_INVALID"],
-      [{ name: "fx", url: fx.url }, "UPSTREAM_EXISTS"],
-      [{ name: "down", url: "http://127.0.0.1:9/mcp" }, "UPSTREAM_UNREACHABLE"],
+      [{ name: "Fx", url: fx.url }, { error: "VALUE_INVALID", field: "name" }],
+      [{ name: "x".repeat(33), url: fx.url }, { error: "VALUE_INVALID", field: "name" }],
+      [{ name: "ok", url: "ftp://127.0.0.1/" }, { error: "VALUE_INVALID", field: "url" }],
+      [{ name: "ok", url: "http://user:pw@127.0.0.1/" }, { error: "VALUE_INVALID", field: "url" }],
+      [{ name: "ok", url: fx.url, headers: { "mcp-session-id": "x" } }, { error: "VALUE_INVALID", field: "headers" }],
+      [{ name: "fx", url: fx.url }, { error: "UPSTREAM_EXISTS" }],
+      [{ name: "down", url: "http://127.0.0.1:9/mcp" }, { error: "UPSTREAM_UNREACHABLE" }],
     ] as const;
-    for (const [body, code] of bad) expect(await (await t.admin("POST", "/admin/upstreams", body)).json()).toEqual({ error: code });
+    for (const [body, answer] of bad) expect(await (await t.admin("POST", "/admin/upstreams", body)).json()).toEqual(answer);
     expect(t.ledger.getUpstream("down")).toBeNull();
     const refreshed = await t.admin("POST", "/admin/upstreams/fx/refresh");
     expect(refreshed.status).toBe(200);

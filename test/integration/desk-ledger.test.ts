@@ -216,11 +216,11 @@ describe("desk ledger", () => {
     }
   });
 
-  async function fourProcesses(s: Awaited<ReturnType<typeof setup>>, iso: string, attempts: number) {
+  async function fourProcesses(s: Awaited<ReturnType<typeof setup>>, iso: string, attempts: number, processes = 4) {
     const pem = join(s.tmp.path, "worker.pem");
     writeFileSync(pem, PEM, { mode: 0o600 });
     const worker = join(import.meta.dir, "desk-reserve-worker.ts");
-    const procs = Array.from({ length: 4 }, () =>
+    const procs = Array.from({ length: processes }, () =>
       Bun.spawn([process.execPath, worker, s.dbPath, "key_a", iso, "100", String(attempts), pem], { stdout: "pipe", stderr: "pipe" }),
     );
     const outs = await Promise.all(
@@ -240,6 +240,43 @@ describe("desk ledger", () => {
     expect(outs.reduce((n, o) => n + o.reserved, 0)).toBe(1);
     expect(outs.reduce((n, o) => n + o.refused, 0)).toBe(99);
     expect(s.ledger.getKey("key_a")!.spent_mc).toBe(100);
+    expect(s.ledger.checkMoney()).toEqual([]);
+  });
+
+  test("2 processes racing 50 reservations each on a key with room for all: 20 in flight, the failure limit", async () => {
+    const t = Date.parse("2026-11-30T10:00:00Z");
+    await using s = await setup(() => t);
+    s.addKey("key_a", 1_000_000, "none");
+    const outs = await fourProcesses(s, "2026-11-30T10:00:00Z", 50, 2);
+    expect(outs.reduce((n, o) => n + o.reserved, 0)).toBe(20);
+    expect(outs.reduce((n, o) => n + o.refused, 0)).toBe(80);
+    expect(s.ledger.getKey("key_a")).toMatchObject({ fail_hour: "2026-11-30T10", fail_count: 20, spent_mc: 2000 });
+    // The refusals were at the limit: an audit row each, no receipt, no count.
+    expect(s.ledger.db.query("SELECT count(*) AS n FROM audit WHERE outcome = 'refused_rate_limited'").get()).toEqual({ n: 80 });
+    expect(s.ledger.db.query("SELECT count(*) AS n FROM receipts").get()).toEqual({ n: 0 });
+  });
+
+  test("a call counts as failing from its reservation: a charge takes it back (in its own hour), a refund keeps it", async () => {
+    let t = Date.parse("2026-11-30T10:59:59Z");
+    await using s = await setup(() => t);
+    s.addKey("key_a", 1_000_000, "none");
+    const ids: number[] = [];
+    for (let i = 0; i < 20; i++) {
+      const r = s.reserve("key_a", 10);
+      if (r.kind !== "reserved") throw new Error(r.kind);
+      ids.push(r.reservationId);
+    }
+    expect(s.reserve("key_a", 10).kind).toBe("rate_limited");
+    s.settle(ids[0]!, "charged");
+    s.settle(ids[1]!, "refunded_upstream_error");
+    expect(s.ledger.getKey("key_a")!.fail_count).toBe(19);
+    expect(s.reserve("key_a", 10).kind).toBe("reserved");
+    expect(s.reserve("key_a", 10).kind).toBe("rate_limited");
+    // A new hour starts at zero; a charge of a call reserved in the old hour takes nothing from it.
+    t = Date.parse("2026-11-30T11:00:00Z");
+    expect(s.reserve("key_a", 10).kind).toBe("reserved");
+    s.settle(ids[2]!, "charged");
+    expect(s.ledger.getKey("key_a")).toMatchObject({ fail_hour: "2026-11-30T11", fail_count: 1 });
     expect(s.ledger.checkMoney()).toEqual([]);
   });
 

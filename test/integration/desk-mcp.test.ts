@@ -3,7 +3,8 @@
 // _meta that verifies and moves the ledger exactly as REST does, each refusal is a tool result
 // with its code, and auth, Host and Origin are checked before the transport.
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
-import { hostAllowed, priceSentence } from "../../src/commands/desk/mcp.ts";
+import { priceSentence } from "../../src/commands/desk/mcp.ts";
+import { hostAllowed } from "../../src/commands/desk/site-check.ts";
 import { type Jwks, MCP_RECEIPT_META_KEY, verifyResponse } from "../../src/core/receipt/index.ts";
 import { startUpstreamFixture, type UpstreamFixture } from "../fixtures/upstream-server.ts";
 import { makeDeskOnFixture, manualClock, type TestDesk } from "./desk-harness.ts";
@@ -194,13 +195,14 @@ describe("desk MCP endpoint", () => {
       expect((await call(a.secret, "fx__echo", { text: "a" })).isError).toBeUndefined();
       expect((await call(b.secret, "fx__echo", { text: "b" })).structuredContent).toEqual({ error: "TOOL_NOT_ALLOWED" });
     }
+    // 15 at once for each key: b's 5 refusals and 15 calls in flight are its 20 an hour.
     const mixed = await Promise.all(
-      Array.from({ length: 40 }, (_, i) => (i % 2 === 0 ? call(a.secret, "fx__echo", { text: `a${i}` }) : call(b.secret, "fx__add", { a: i, b: 1 }))),
+      Array.from({ length: 30 }, (_, i) => (i % 2 === 0 ? call(a.secret, "fx__echo", { text: `a${i}` }) : call(b.secret, "fx__add", { a: i, b: 1 }))),
     );
     expect(mixed.every((r) => r.isError === undefined)).toBe(true);
     expect(mixed.map((r) => (receiptOf(r)!.receipt.key_id as string) === (mixed.indexOf(r) % 2 === 0 ? a.keyId : b.keyId)).every(Boolean)).toBe(true);
-    expect(spent(a.keyId)).toBe(25 * 1500);
-    expect(spent(b.keyId)).toBe(20 * 1500);
+    expect(spent(a.keyId)).toBe(20 * 1500);
+    expect(spent(b.keyId)).toBe(15 * 1500);
   });
 
   test("20 concurrent MCP calls on a key with room for one: exactly one charged", async () => {

@@ -24,11 +24,11 @@ afterAll(async () => {
   await fx.stop();
 });
 
-/** A peer as Bun.serve reports it, so each test picks the caller's address. */
-const from = (address: string) => ({ requestIP: () => ({ address }) });
+/** A peer as Bun.serve reports it (listening on 8787), so each test picks the caller's address. */
+const from = (address: string) => ({ requestIP: () => ({ address }), port: 8787 });
 
 function askKey(address: string, handler: Handler = t.handler, headers: Record<string, string> = {}): Promise<Response> {
-  return handler(new Request("http://desk.test/v1/sandbox/keys", { method: "POST", headers }), from(address));
+  return handler(new Request("http://localhost:8787/v1/sandbox/keys", { method: "POST", headers: { host: "localhost:8787", ...headers } }), from(address));
 }
 
 type SandboxKey = { key_id: string; secret: string; expires_at: string; budget_mc: number; allow: string[] };
@@ -50,21 +50,21 @@ describe("sandbox settings", () => {
   });
 
   test("PUT checks its body and needs the admin token; defaults are 2,000 mc and 3,600 s", async () => {
-    const bad: [unknown, number, string][] = [
+    const bad: [unknown, number, string, string?][] = [
       [{ tools: ["fx__echo", "fx__nope"] }, 404, "TOOL_UNKNOWN"],
-      [{ tools: ["fx__echo", "fx__add", "fx__echo"] }, 400, "VALUE_INVALID"],
-      [{ tools: [] }, 400, "VALUE_INVALID"],
-      [{ tools: ["fx__echo"], budget_mc: 100_001 }, 400, "VALUE_INVALID"],
-      [{ tools: ["fx__echo"], ttl_s: 59 }, 400, "VALUE_INVALID"],
-      [{ tools: ["fx__echo"], keys_per_day: 0 }, 400, "VALUE_INVALID"],
-      [{ tools: ["fx__echo"], keys_per_day: 1.5 }, 400, "VALUE_INVALID"],
-      [{ tools: ["fx__echo"], ttl_s: 1.5 }, 400, "VALUE_INVALID"],
-      [{ tools: ["fx__echo"], extra: 1 }, 400, "FIELD_UNKNOWN"],
-      [{ budget_mc: 5 }, 400, "FIELD_MISSING"],
+      [{ tools: ["fx__echo", "fx__add", "fx__echo"] }, 400, "VALUE_INVALID", "tools"],
+      [{ tools: [] }, 400, "VALUE_INVALID", "tools"],
+      [{ tools: ["fx__echo"], budget_mc: 100_001 }, 400, "VALUE_INVALID", "budget_mc"],
+      [{ tools: ["fx__echo"], ttl_s: 59 }, 400, "VALUE_INVALID", "ttl_s"],
+      [{ tools: ["fx__echo"], keys_per_day: 0 }, 400, "VALUE_INVALID", "keys_per_day"],
+      [{ tools: ["fx__echo"], keys_per_day: 1.5 }, 400, "VALUE_INVALID", "keys_per_day"],
+      [{ tools: ["fx__echo"], ttl_s: 1.5 }, 400, "VALUE_INVALID", "ttl_s"],
+      [{ tools: ["fx__echo"], extra: 1 }, 400, "FIELD_UNKNOWN", "extra"],
+      [{ budget_mc: 5 }, 400, "FIELD_MISSING", "tools"],
     ];
-    for (const [body, status, code] of bad) {
+    for (const [body, status, code, field] of bad) {
       const r = await t.admin("PUT", "/admin/sandbox", body);
-      expect([r.status, await r.json()]).toEqual([status, { error: code }]);
+      expect([r.status, await r.json()]).toEqual([status, field === undefined ? { error: code } : { error: code, field }]);
     }
     const noAdmin = await t.handler(new Request("http://desk.test/admin/sandbox", { method: "PUT", headers: { "content-type": "application/json" }, body: "{}" }));
     expect(noAdmin.status).toBe(401);

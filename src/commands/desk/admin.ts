@@ -5,7 +5,7 @@ import { periodOf, RESETS, type Reset } from "../../core/desk/period.ts";
 import { newId, newKeySecret } from "../../core/desk/secrets.ts";
 import { DeskLedgerError, type KeyRow, spentIn } from "../../core/ledger/desk.ts";
 import { type Desk, DeskError } from "./desk.ts";
-import { type Body, fail, intIn, objectBody as body, onlyFields, optional, pathSegment, required } from "./request.ts";
+import { type Body, fail, intIn, objectBody as body, onlyFields, optional, pathSegment, required, timestamp } from "./request.ts";
 import { sandboxAdmin } from "./sandbox.ts";
 
 const UPSTREAM_NAME = /^[a-z][a-z0-9-]{0,31}$/;
@@ -79,12 +79,6 @@ const priceMap = (v: unknown) => {
   if (entries.length > 1000 || !entries.every(([k, p]) => k.length >= 1 && k.length <= 200 && money(p) !== undefined)) return undefined;
   return Object.fromEntries(entries) as Record<string, number>;
 };
-const timestamp = (v: unknown) => {
-  if (v === null) return null;
-  if (typeof v !== "string" || !/^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}(:\d{2}(\.\d{1,3})?)?Z$/.test(v)) return undefined;
-  const ms = Date.parse(v);
-  return Number.isFinite(ms) ? ms : undefined;
-};
 
 function createOrg(desk: Desk, b: Body): Response {
   onlyFields(b, ["name"]);
@@ -133,7 +127,7 @@ async function addUpstream(desk: Desk, b: Body): Promise<Response> {
     const { tools } = await desk.addUpstream(name, url, headers);
     return Response.json({ name, url: url.href, header_names: Object.keys(headers), tools }, { status: 201 });
   } catch (err) {
-    if (err instanceof DeskError) fail(err.code);
+    if (err instanceof DeskError) fail(err.code, err.detail);
     throw err;
   }
 }
@@ -143,7 +137,7 @@ async function refreshUpstream(desk: Desk, name: string): Promise<Response> {
     const { tools } = await desk.refreshUpstream(name);
     return Response.json({ name, tools });
   } catch (err) {
-    if (err instanceof DeskError) fail(err.code);
+    if (err instanceof DeskError) fail(err.code, err.detail);
     throw err;
   }
 }
@@ -229,11 +223,12 @@ function patchKey(desk: Desk, id: string, b: Body): Response {
     expiresAt: optional(b, "expires_at", timestamp),
   };
   try {
-    return Response.json(keyView(desk.ledger.patchKey(id, patch), desk.now()));
+    const now = desk.now();
+    return Response.json(keyView(desk.ledger.patchKey(id, patch, now), now));
   } catch (err) {
     if (err instanceof DeskLedgerError && err.code === "MISSING") fail("KEY_UNKNOWN");
     // A budget below what this period already spent would break spent <= budget.
-    if (err instanceof DeskLedgerError && err.code === "OVER_BUDGET") fail("VALUE_INVALID");
+    if (err instanceof DeskLedgerError && err.code === "OVER_BUDGET") fail("VALUE_INVALID", { field: "budget_mc" });
     throw err;
   }
 }
@@ -255,14 +250,14 @@ function sinceParam(url: URL): number | null {
   const since = url.searchParams.get("since");
   if (since === null) return null;
   const ms = timestamp(since);
-  if (ms === undefined || ms === null) fail("VALUE_INVALID");
+  if (ms === undefined || ms === null) fail("VALUE_INVALID", { field: "since" });
   return ms;
 }
 
 function audit(desk: Desk, url: URL): Response {
   const limitText = url.searchParams.get("limit");
   const limit = limitText === null ? 1000 : Number(limitText);
-  if (!Number.isSafeInteger(limit) || limit < 1 || limit > 10_000) fail("VALUE_INVALID");
+  if (!Number.isSafeInteger(limit) || limit < 1 || limit > 10_000) fail("VALUE_INVALID", { field: "limit" });
   const rows = desk.ledger.listAudit({ orgId: url.searchParams.get("org_id"), keyId: url.searchParams.get("key_id"), sinceMs: sinceParam(url), limit });
   return Response.json(rows.map((r) => ({ ...r, at: iso(r.at) })));
 }

@@ -5,14 +5,11 @@
 import type { ArgsProblem } from "../../core/desk/args.ts";
 import { hourOf, periodOf } from "../../core/desk/period.ts";
 import { lookupOf, sha256 } from "../../core/desk/secrets.ts";
-import { type CallContext, type KeyRow, type SettleOutcome, spentIn } from "../../core/ledger/desk.ts";
+import { type CallContext, FAILURES_PER_HOUR, type KeyRow, type SettleOutcome, spentIn } from "../../core/ledger/desk.ts";
 import type { ErrorCode } from "../../core/errors.ts";
 import { CanonicalJsonError, type Envelope, paramsSha256, resultSha256 } from "../../core/receipt/index.ts";
 import type { Desk, ToolEntry } from "./desk.ts";
 import type { CallOutcome } from "./upstream.ts";
-
-/** Failed calls (any outcome but charged) a key may make in one UTC hour before it gets 429. */
-const FAILURES_PER_HOUR = 20;
 
 export type ClearingOutcome = {
   status: number;
@@ -27,12 +24,20 @@ export type ClearingOutcome = {
   receipt?: Envelope;
 };
 
+/** How long the result of a charged call whose agent disconnected is kept, and how many per key. */
+const HELD_RESULT_MS = 60 * 60 * 1000;
+const HELD_RESULTS_PER_KEY = 20;
+
 type Step<T> = { done: ClearingOutcome } | { next: T };
 
 const stop = (done: ClearingOutcome): { done: ClearingOutcome } => ({ done });
 
-/** Clears one call of `toolName` with `args` for the holder of `keySecret`. */
-export async function clear(desk: Desk, keySecret: string | null, toolName: string, args: unknown): Promise<ClearingOutcome> {
+/**
+ * Clears one call of `toolName` with `args` for the holder of `keySecret`. `agentGone` aborts
+ * when the agent's connection closes: a call charged after that keeps its result for the agent
+ * to fetch (it paid for it), and only such a call writes its result to the ledger.
+ */
+export async function clear(desk: Desk, keySecret: string | null, toolName: string, args: unknown, agentGone?: AbortSignal): Promise<ClearingOutcome> {
   const now = desk.now();
   const key = authenticate(desk, keySecret, now);
   if ("done" in key) return key.done;
@@ -55,7 +60,19 @@ export async function clear(desk: Desk, keySecret: string | null, toolName: stri
   const reserved = await reserve(desk, ctx);
   if ("done" in reserved) return reserved.done;
   const answer = await desk.client(tool.next.row.upstream)!.call(tool.next.row.upstream_tool, args as Record<string, unknown>);
-  return settle(desk, ctx, reserved.next, answer);
+  const settled = await settle(desk, ctx, reserved.next, answer);
+  if (agentGone?.aborted && settled.status === 200 && settled.result !== undefined && settled.receipt !== undefined) {
+    await holdResult(desk, ctx.key.id, settled.result, settled.receipt);
+  }
+  return settled;
+}
+
+/** Keeps a charged result the agent did not receive, for HELD_RESULT_MS (GET /v1/receipts/{id}/result). */
+async function holdResult(desk: Desk, keyId: string, result: Record<string, unknown>, receipt: Envelope): Promise<void> {
+  const now = desk.now();
+  const held = { receiptId: receipt.receipt.id, keyId, result: JSON.stringify(result), heldUntil: now + HELD_RESULT_MS, now, perKey: HELD_RESULTS_PER_KEY };
+  await desk.ledger.batched(() => desk.ledger.holdResult(held));
+  desk.log(`receipt ${held.receiptId}: the agent disconnected before its answer; the result is held for ${HELD_RESULT_MS / 60_000} min`);
 }
 
 /** Step 1: unknown, revoked or expired key → 401. */
@@ -73,7 +90,10 @@ export function validKey(desk: Desk, secret: string | null, now: number): KeyRow
   return key;
 }
 
-/** Step 2: too many failed calls this UTC hour → 429 until the hour ends. */
+/**
+ * Step 2: too many failed or running calls this UTC hour → 429. An early answer from the key as
+ * read; the reservation (step 5) counts and checks again, atomically with the calls in flight.
+ */
 async function checkFailureLimit(desk: Desk, ctx: CallContext): Promise<Step<null>> {
   if (ctx.key.fail_hour !== ctx.hour || ctx.key.fail_count < FAILURES_PER_HOUR) return { next: null };
   await desk.ledger.batched(() => desk.ledger.recordPlainRefusal(ctx, "refused_rate_limited", 429));
@@ -128,6 +148,9 @@ async function reserve(desk: Desk, ctx: CallContext): Promise<Step<number>> {
   if (r.kind === "reserved") return { next: r.reservationId };
   if (r.kind === "key_gone") {
     return stop({ status: 401, outcome: "refused_key_invalid", error: "KEY_INVALID", priceMc: 0, remainingMc: null });
+  }
+  if (r.kind === "rate_limited") {
+    return stop({ status: 429, outcome: "refused_rate_limited", error: "TOO_MANY_FAILURES", priceMc: ctx.priceMc, remainingMc: r.remainingMc });
   }
   return stop({ status: 402, outcome: "refused_budget", error: "BUDGET_EXHAUSTED", priceMc: ctx.priceMc, remainingMc: r.remainingMc, receipt: last()! });
 }

@@ -1,7 +1,8 @@
 // The desk as one object: the ledger, the receipt signer, the sealing key, the registered tools
 // (schemas compiled once) and one MCP client per upstream. The HTTP handler and the clearing
 // path are built on it; tests build it in-process, the binary builds it from its data dir.
-import { type ArgsCheck, compileArgsSchema } from "../../core/desk/args.ts";
+import { type ArgsCheck, compileArgsSchema, SchemaRefused } from "../../core/desk/args.ts";
+import { isLinkLocalOrUnspecified } from "../../core/desk/network.ts";
 import { hourOf } from "../../core/desk/period.ts";
 import { type SealingKey, seal, unseal } from "../../core/desk/seal.ts";
 import { type DeskLedger, type ReceiptMaker, type ToolRow, DeskLedgerError } from "../../core/ledger/desk.ts";
@@ -27,13 +28,19 @@ export type DeskOptions = {
   log?: (line: string) => void;
   /** Stores a new signing key (PKCS#8 PEM) before the desk signs with it; the binary writes its data dir. */
   storeSigningKey?: (privatePem: string) => void;
+  /** Link-local or unspecified upstream hosts the operator allows (--allow-upstream-host), as URL hostnames. */
+  allowUpstreamHosts?: readonly string[];
 };
 
 export type ToolEntry = { row: ToolRow; check: ArgsCheck; schema: Record<string, unknown> };
 
 export class DeskError extends Error {
   override name = "DeskError";
-  constructor(readonly code: "UPSTREAM_EXISTS" | "UPSTREAM_UNKNOWN" | "UPSTREAM_UNREACHABLE") {
+  constructor(
+    readonly code: "UPSTREAM_EXISTS" | "UPSTREAM_UNKNOWN" | "UPSTREAM_UNREACHABLE" | "UPSTREAM_SCHEMA_REFUSED" | "UPSTREAM_HOST_REFUSED",
+    /** What the operator's answer names beside the code (the refused tool and why). */
+    readonly detail?: { tool: string; reason: SchemaRefused["reason"] },
+  ) {
     super(code);
   }
 }
@@ -54,6 +61,7 @@ export class Desk {
   private signerNow: ReceiptSigner;
   private readonly sealingKey: SealingKey;
   private readonly storeSigningKey: (privatePem: string) => void;
+  private readonly allowUpstreamHosts: ReadonlySet<string>;
   private readonly clients = new Map<string, UpstreamClient>();
   private tools = new Map<string, ToolEntry>();
 
@@ -65,6 +73,7 @@ export class Desk {
     this.upstreamTimeoutMs = options.upstreamTimeoutMs ?? DEFAULT_UPSTREAM_TIMEOUT_MS;
     this.log = options.log ?? (() => {});
     this.storeSigningKey = options.storeSigningKey ?? (() => {});
+    this.allowUpstreamHosts = new Set(options.allowUpstreamHosts ?? []);
   }
 
   /** Builds the desk: publishes the signer's key, opens sealed headers, compiles every schema. */
@@ -99,7 +108,14 @@ export class Desk {
         continue;
       }
       const schema = JSON.parse(row.input_schema) as Record<string, unknown>;
-      next.set(row.name, { row, schema, check: compileArgsSchema(schema) });
+      try {
+        next.set(row.name, { row, schema, check: compileArgsSchema(schema) });
+      } catch (err) {
+        // Stored before this desk refused such schemas: the tool is not served (unknown to
+        // agents) rather than checked by a rule that could stall the desk.
+        if (!(err instanceof SchemaRefused)) throw err;
+        this.log(`tool ${row.name}: not served: its input schema is refused (${err.message}); refresh its upstream once it changes`);
+      }
     }
     this.tools = next;
   }
@@ -121,6 +137,9 @@ export class Desk {
    * anything is stored, so a registered upstream always has the tools it really serves.
    */
   async addUpstream(name: string, url: URL, headers: Record<string, string>): Promise<{ tools: string[] }> {
+    // A link-local address is where clouds serve instance metadata and credentials, and an
+    // unspecified one reaches this host: neither is an upstream unless the operator names it.
+    if (isLinkLocalOrUnspecified(url.hostname) && !this.allowUpstreamHosts.has(url.hostname)) throw new DeskError("UPSTREAM_HOST_REFUSED");
     if (this.ledger.getUpstream(name) !== null) throw new DeskError("UPSTREAM_EXISTS");
     const client = new UpstreamClient(name, url, headers, this.upstreamTimeoutMs);
     const listed = await this.listOrThrow(client);
@@ -161,12 +180,14 @@ export class Desk {
         this.log(`upstream ${client.name}: left out a tool whose name is not 1-128 of [A-Za-z0-9_.-]`);
         return [];
       }
-      // A schema no validator can compile would let any argument through: refuse the upstream.
+      // A schema no validator can compile would let any argument through, and one with a
+      // pattern RE2 cannot run could not be checked in linear time: refuse the upstream.
       try {
         compileArgsSchema(t.inputSchema);
-      } catch {
-        this.log(`upstream ${client.name}: tool input schema does not compile`);
-        throw new DeskError("UPSTREAM_UNREACHABLE");
+      } catch (err) {
+        if (!(err instanceof SchemaRefused)) throw err;
+        this.log(`upstream ${client.name}: tool ${t.name}: input schema refused: ${err.message}`);
+        throw new DeskError("UPSTREAM_SCHEMA_REFUSED", { tool: t.name, reason: err.reason });
       }
       return [{ name: `${client.name}__${t.name}`, upstreamTool: t.name, description: t.description, inputSchema: JSON.stringify(t.inputSchema) }];
     });

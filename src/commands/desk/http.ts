@@ -4,13 +4,14 @@ import { periodOf } from "../../core/desk/period.ts";
 import { bearerOf, constantTimeEqual, sha256 } from "../../core/desk/secrets.ts";
 import { ERRORS, type ErrorCode, errorResponse } from "../../core/errors.ts";
 import { spentIn } from "../../core/ledger/desk.ts";
-import type { Envelope } from "../../core/receipt/index.ts";
+import { type Envelope, resultSha256 } from "../../core/receipt/index.ts";
 import { adminRoutes } from "./admin.ts";
 import { allowedTools, type ClearingOutcome, clear, validKey } from "./clearing.ts";
 import type { Desk } from "./desk.ts";
 import { MCP_PATH, mcpEndpoint } from "./mcp.ts";
-import { HttpFailure, MAX_BODY_BYTES, pathSegment, readJson } from "./request.ts";
+import { HttpFailure, MAX_BODY_BYTES, pathSegment, readJson, timestamp } from "./request.ts";
 import { type PeerSource, sandboxKey } from "./sandbox.ts";
+import { siteCheck } from "./site-check.ts";
 
 
 export type HandlerOptions = {
@@ -18,15 +19,15 @@ export type HandlerOptions = {
   adminTokenSha256: Uint8Array;
   /** Called with the fault when a request fails on the desk's side (answered INTERNAL). */
   onInternal?: (err: unknown) => void;
-  /** The --listen hostname: the MCP endpoint accepts it as a Host (with loopback names). */
+  /** The --listen hostname: /mcp and the sandbox accept it as a Host (with loopback names). */
   listenHostname?: string;
-  /** More Host values the MCP endpoint accepts (--allowed-host). */
+  /** More Host values /mcp and the sandbox accept (--allowed-host). */
   allowedHosts?: readonly string[];
   /** Read the sandbox caller's address from X-Forwarded-For (--trust-proxy). */
   trustProxy?: boolean;
 };
 
-/** Bun.serve's server as `fetch` receives it: its port (MCP Host check) and peer addresses (sandbox). */
+/** Bun.serve's server as `fetch` receives it: its port (Host check) and peer addresses (sandbox). */
 export type ServerInfo = PeerSource & { readonly port?: number | undefined };
 
 export type Handler = (req: Request, server?: ServerInfo) => Promise<Response>;
@@ -41,12 +42,15 @@ export function createHandler(desk: Desk, options: HandlerOptions): Handler {
   };
 
   const mcp = mcpEndpoint(desk, { ...options, maxBodyBytes: MAX_BODY_BYTES });
+  const ourSite = siteCheck(options);
 
   return async (req, server) => {
     const url = new URL(req.url);
     const path = url.pathname;
     try {
-      if (path === MCP_PATH) return await mcp(req, server);
+      // Before the key is read, before the sandbox counts anything (site-check.ts).
+      if ((path === MCP_PATH || path === "/v1/sandbox/keys") && !ourSite(req, server)) return errorResponse("HOST_REFUSED");
+      if (path === MCP_PATH) return await mcp(req);
       if (path === "/v1/sandbox/keys") {
         if (req.method !== "POST") throw new HttpFailure("NOT_FOUND");
         return sandboxKey(desk, req, server, options.trustProxy === true);
@@ -62,6 +66,10 @@ export function createHandler(desk: Desk, options: HandlerOptions): Handler {
       }
       if (req.method === "GET" && path === "/v1/tools") return agentTools(desk, req);
       if (req.method === "GET" && path === "/v1/key") return agentKey(desk, req);
+      if (req.method === "GET" && path === "/v1/receipts") return agentReceipts(desk, req, url);
+      if (req.method === "GET" && path.startsWith("/v1/receipts/") && path.endsWith("/result")) {
+        return heldResult(desk, req, pathSegment(path.slice("/v1/receipts/".length, -"/result".length)), options);
+      }
       if (req.method === "GET" && path.startsWith("/v1/receipts/")) {
         return receiptById(desk, req, pathSegment(path.slice("/v1/receipts/".length)), isAdmin(req));
       }
@@ -76,7 +84,11 @@ export function createHandler(desk: Desk, options: HandlerOptions): Handler {
       const code: ErrorCode = internal ? "INTERNAL" : err.code;
       const tools = path.startsWith("/v1/tools/");
       const outcome = internal ? "internal_error" : "refused_request";
-      return errorResponse(code, tools ? clearingHeaders({ status: ERRORS[code].http, outcome, error: code, priceMc: 0, remainingMc: null }) : undefined);
+      return errorResponse(
+        code,
+        tools ? clearingHeaders({ status: ERRORS[code].http, outcome, error: code, priceMc: 0, remainingMc: null }) : undefined,
+        internal ? undefined : err.detail,
+      );
     }
   };
 }
@@ -108,7 +120,7 @@ async function toolCall(desk: Desk, req: Request, tool: string, options: Handler
   }
   let o: ClearingOutcome;
   try {
-    o = await clear(desk, bearer(req), tool, args);
+    o = await clear(desk, bearer(req), tool, args, req.signal);
   } catch (err) {
     // A fault of the desk (the ledger unavailable, say): a reservation it left open is refunded
     // by the sweep; the agent still gets the clearing headers.
@@ -167,4 +179,51 @@ function receiptById(desk: Desk, req: Request, id: string, admin: boolean): Resp
   // Another org's receipt answers exactly like a missing one, so ids cannot be probed across orgs.
   if (row === null || (orgId !== null && row.org_id !== orgId)) return errorResponse("RECEIPT_UNKNOWN");
   return new Response(row.envelope, { headers: { "content-type": "application/json" } });
+}
+
+/** Receipts an agent's key may list at once (GET /v1/receipts). */
+const MAX_LISTED_RECEIPTS = 1000;
+
+/**
+ * GET /v1/receipts?since=&limit=: the calling key's own receipts, in chain order, so an agent
+ * that lost its connection mid-call finds the receipt of what it was charged for, and which of
+ * them hold a result it can still fetch.
+ */
+function agentReceipts(desk: Desk, req: Request, url: URL): Response {
+  const key = agentKeyOf(desk, req);
+  if (key === null) return errorResponse("KEY_INVALID");
+  const sinceText = url.searchParams.get("since");
+  const since = sinceText === null ? 0 : timestamp(sinceText);
+  if (since === undefined || since === null) throw new HttpFailure("VALUE_INVALID", { field: "since" });
+  const limitText = url.searchParams.get("limit");
+  const limit = limitText === null ? 100 : Number(limitText);
+  if (!Number.isSafeInteger(limit) || limit < 1 || limit > MAX_LISTED_RECEIPTS) throw new HttpFailure("VALUE_INVALID", { field: "limit" });
+  const rows = desk.ledger.keyReceipts(key.id, since, limit);
+  const held = desk.ledger.heldAmong(
+    rows.map((r) => r.id),
+    desk.now(),
+  );
+  const receipts = rows.map((r) => JSON.parse(r.envelope) as Envelope);
+  return Response.json({ receipts, held_results: rows.filter((r) => held.has(r.id)).map((r) => r.id) });
+}
+
+/**
+ * GET /v1/receipts/{id}/result: the result of a charged call whose agent disconnected before
+ * the answer, for the key that paid, as the success body would have carried it. Checked against
+ * the receipt's result_sha256 before it leaves.
+ */
+function heldResult(desk: Desk, req: Request, id: string, options: HandlerOptions): Response {
+  const key = agentKeyOf(desk, req);
+  if (key === null) return errorResponse("KEY_INVALID");
+  const held = desk.ledger.heldResult(id, desk.now());
+  const row = held === null ? null : desk.ledger.getReceipt(id);
+  // Another key's held result answers exactly like none.
+  if (held === null || row === null || held.key_id !== key.id || row.key_id !== key.id) return errorResponse("RESULT_UNKNOWN");
+  const result = JSON.parse(held.result) as Record<string, unknown>;
+  const receipt = JSON.parse(row.envelope) as Envelope;
+  if (resultSha256(result) !== receipt.receipt.result_sha256) {
+    options.onInternal?.(new Error(`held result of receipt ${id} does not match its result_sha256`));
+    return errorResponse("INTERNAL");
+  }
+  return Response.json({ result, receipt });
 }

@@ -2,6 +2,7 @@
 // the Desk → Bun.serve. Unsafe configuration stops here, before anything listens.
 import { existsSync, readFileSync } from "node:fs";
 import { failure, info, type Streams, usageError } from "../../cli/voice.ts";
+import { isLinkLocalOrUnspecified } from "../../core/desk/network.ts";
 import { importSealingKey } from "../../core/desk/seal.ts";
 import { newAdminToken, sha256 } from "../../core/desk/secrets.ts";
 import { generateSigningKey, loadSigner, ReceiptKeyError } from "../../core/receipt/index.ts";
@@ -12,6 +13,7 @@ import { ABANDON_MARGIN_MS, DEFAULT_UPSTREAM_TIMEOUT_MS, Desk, SealedHeadersErro
 import { createHandler } from "./http.ts";
 
 const ADMIN_TOKEN_ENV = "ASK_ONLY_DESK_ADMIN_TOKEN";
+const ALLOW_UPSTREAM_HOST_ENV = "ASK_ONLY_DESK_ALLOW_UPSTREAM_HOST";
 const MIN_ADMIN_TOKEN_CHARS = 32;
 const ADMIN_TOKEN_META = "admin_token_sha256";
 /** How often the WAL is checkpointed, off the request path. */
@@ -27,6 +29,8 @@ export type DeskFlags = {
   /** Extra Host values for the MCP endpoint (repeatable --allowed-host). */
   allowedHost?: string[];
   trustProxy?: boolean;
+  /** Link-local or unspecified addresses an upstream may have (repeatable --allow-upstream-host). */
+  allowUpstreamHost?: string[];
 };
 
 export type DeskRun = { flags: DeskFlags; env: Record<string, string | undefined>; streams: Streams };
@@ -54,6 +58,25 @@ function parseAllowedHosts(values: string[] | undefined): string[] {
       throw usageError(`--allowed-host ${v} is not NAME or NAME:PORT`, "e.g. --allowed-host desk.example.com");
     }
     return v.toLowerCase();
+  });
+}
+
+/**
+ * --allow-upstream-host values (else ASK_ONLY_DESK_ALLOW_UPSTREAM_HOST, comma-separated), each a
+ * link-local or unspecified address, as a URL's hostname writes it. Anything else stops the desk
+ * at start: a name would read as allowed although names are never resolved.
+ */
+function parseUpstreamHostAllowance(run: DeskRun): string[] {
+  const given = run.flags.allowUpstreamHost ?? [];
+  const values = given.length > 0 ? given : (run.env[ALLOW_UPSTREAM_HOST_ENV] ?? "").split(",").map((v) => v.trim()).filter((v) => v !== "");
+  const from = given.length > 0 ? "--allow-upstream-host" : ALLOW_UPSTREAM_HOST_ENV;
+  return values.map((v) => {
+    const literal = v.includes(":") && !v.startsWith("[") ? `[${v}]` : v;
+    const hostname = URL.canParse(`http://${literal}/`) ? new URL(`http://${literal}/`).hostname : null;
+    if (hostname === null || !isLinkLocalOrUnspecified(hostname)) {
+      throw usageError(`${from} ${v} is not a link-local or unspecified address`, "e.g. --allow-upstream-host 169.254.169.254");
+    }
+    return hostname;
   });
 }
 
@@ -102,6 +125,7 @@ export async function runDesk(run: DeskRun): Promise<void> {
   const listen = parseListen(flags.listen ?? "127.0.0.1:8787");
   const timeoutMs = parseTimeout(flags.upstreamTimeout);
   const allowedHosts = parseAllowedHosts(flags.allowedHost);
+  const allowUpstreamHosts = parseUpstreamHostAllowance(run);
   const configured = configuredAdminToken(run);
   const tls = loadTls(flags);
   const paths = dataDirPaths(flags.data ?? "./desk-data");
@@ -149,6 +173,7 @@ export async function runDesk(run: DeskRun): Promise<void> {
       upstreamTimeoutMs: timeoutMs,
       log,
       storeSigningKey: (pem) => replaceSecretFile(paths.signingKey, pem),
+      allowUpstreamHosts,
     });
   } catch (err) {
     ledger.close();

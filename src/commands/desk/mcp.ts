@@ -1,6 +1,6 @@
 // The desk's MCP endpoint (Streamable HTTP, stateless: one SDK server and transport per POST,
-// answered as JSON). The Host and Origin check and the key check come before the transport;
-// tools/list shows the key's allowed tools with their prices; tools/call takes the same
+// answered as JSON). The key check comes before the transport (the Host and Origin check before
+// it, in http.ts: site-check.ts); tools/list shows the key's allowed tools with their prices; tools/call takes the same
 // clearing path as REST, and its receipt rides in `_meta["io.ask-only/receipt"]`.
 import { Server } from "@modelcontextprotocol/sdk/server/index.js";
 import { WebStandardStreamableHTTPServerTransport } from "@modelcontextprotocol/sdk/server/webStandardStreamableHttp.js";
@@ -21,37 +21,22 @@ const SERVER_INFO = { name: "ask-only-desk", version: "1" };
  */
 const LOOSE_CALL_TOOL = RequestSchema.extend({ method: CallToolRequestSchema.shape.method });
 
-/** What the endpoint needs from Bun.serve's server: the port it really listens on. */
-export type ListenInfo = { readonly port?: number | undefined };
-
 export type McpOptions = {
-  /** The --listen hostname; a wildcard (0.0.0.0, ::) adds nothing. */
-  listenHostname?: string;
-  /** More Host values to accept (`name` or `name:port`), from --allowed-host. */
-  allowedHosts?: readonly string[];
   /** Largest POST body the transport reads. */
   maxBodyBytes: number;
   onInternal?: (err: unknown) => void;
 };
 
-export type McpEndpoint = (req: Request, server: ListenInfo | undefined) => Promise<Response>;
+export type McpEndpoint = (req: Request) => Promise<Response>;
 
 /** Idle SDK servers kept for reuse (building one costs ~0.1-0.2 ms; reconnecting ~5 µs). */
 const MAX_IDLE_SERVERS = 64;
 
 export function mcpEndpoint(desk: Desk, options: McpOptions): McpEndpoint {
-  const extra = new Set((options.allowedHosts ?? []).map((h) => h.toLowerCase()));
   // Each request has a server of its own while it runs; the key travels with the request (as
   // authInfo), never with the server, so a reused server cannot act for the previous caller.
   const idle: Server[] = [];
-  return async (req, server) => {
-    // DNS rebinding: a page on evil.example whose name now resolves to 127.0.0.1 sends its own
-    // Host (and Origin); only the names this desk is reached by pass.
-    const defaultPort = new URL(req.url).protocol === "https:" ? 443 : 80;
-    const allowed = (hostport: string | null) =>
-      hostport !== null && hostAllowed(hostport, defaultPort, server?.port, options.listenHostname, extra);
-    if (!allowed(req.headers.get("host")) || !originAllowed(req.headers.get("origin"), allowed)) return errorResponse("HOST_REFUSED");
-
+  return async (req) => {
     const given = bearerOf(req.headers.get("authorization"));
     if (given === null || validKey(desk, given, desk.now()) === null) {
       const challenge = given === null ? WWW_AUTHENTICATE_REALM : `${WWW_AUTHENTICATE_REALM}, error="invalid_token"`;
@@ -134,33 +119,4 @@ export function priceSentence(mc: number): string {
   const frac = String(mc % 1000).padStart(3, "0").replace(/0+$/, "");
   const cents = frac === "" ? group(whole) : `${group(whole)}.${frac}`;
   return `Price: ${group(mc)} mc (${cents} ${cents === "1" ? "cent" : "cents"}) per call.`;
-}
-
-const LOOPBACK_NAMES = ["localhost", "127.0.0.1", "[::1]"];
-const WILDCARDS = new Set(["0.0.0.0", "::", "[::]", ""]);
-
-/**
- * Whether a Host value (`name[:port]`) is one this desk answers to: a loopback name or the
- * --listen hostname on the port it listens on, or an --allowed-host entry (`name` for any port,
- * `name:port` for that port only).
- */
-export function hostAllowed(hostport: string, defaultPort: number, port: number | undefined, listenHostname: string | undefined, extra: ReadonlySet<string>): boolean {
-  const m = /^(\[[0-9a-f:.]+\]|[a-z0-9.-]+)(?::(\d{1,5}))?$/.exec(hostport.toLowerCase());
-  if (m === null) return false;
-  const name = m[1]!;
-  const given = m[2] === undefined ? defaultPort : Number(m[2]);
-  if (extra.has(name) || extra.has(`${name}:${given}`)) return true;
-  if (port === undefined || given !== port) return false;
-  const listen = listenHostname === undefined ? undefined : listenHostname.includes(":") && !listenHostname.startsWith("[") ? `[${listenHostname}]` : listenHostname;
-  return LOOPBACK_NAMES.includes(name) || (listen !== undefined && !WILDCARDS.has(listen) && listen.toLowerCase() === name);
-}
-
-/** No Origin (not a browser) passes; otherwise its host must pass the Host rule. */
-function originAllowed(origin: string | null, allowed: (hostport: string) => boolean): boolean {
-  if (origin === null) return true;
-  if (!URL.canParse(origin)) return false;
-  const u = new URL(origin);
-  if (u.protocol !== "http:" && u.protocol !== "https:") return false;
-  const port = u.port === "" ? (u.protocol === "https:" ? "443" : "80") : u.port;
-  return allowed(`${u.hostname}:${port}`);
 }

@@ -1,17 +1,21 @@
 // Reading a request below the handler: the JSON body (application/json only, capped), path
 // segments, and strict operator bodies for /admin and /admin/sandbox alike: a JSON object, no
 // field outside the known ones (FIELD_UNKNOWN), required fields present (FIELD_MISSING), each
-// value read by its rule (VALUE_INVALID when the rule refuses it). A typo never passes silently.
-// Every failure is an HttpFailure, which the handler answers as {"error":CODE}.
+// value read by its rule (VALUE_INVALID when the rule refuses it). A typo never passes silently,
+// and each of the three answers names its field. Every failure is an HttpFailure, which the
+// handler answers as {"error":CODE} (with "field" for those three).
 import { readAtMost } from "../../core/body.ts";
-import type { ErrorCode } from "../../core/errors.ts";
+import type { ErrorCode, ErrorDetail } from "../../core/errors.ts";
 
 /** Largest request body accepted (tool arguments and operator requests). */
 export const MAX_BODY_BYTES = 1024 * 1024;
 
-/** A failure to answer with `{"error":CODE}` from anywhere below the handler. */
+/** A failure to answer with `{"error":CODE}` (plus what it points at) from anywhere below the handler. */
 export class HttpFailure extends Error {
-  constructor(readonly code: ErrorCode) {
+  constructor(
+    readonly code: ErrorCode,
+    readonly detail?: ErrorDetail,
+  ) {
     super(code);
   }
 }
@@ -58,8 +62,8 @@ export type Body = Record<string, unknown>;
 /** A rule reads a field's value, or gives undefined when it is not acceptable. */
 export type Rule<T> = (v: unknown) => T | undefined;
 
-export function fail(code: ErrorCode): never {
-  throw new HttpFailure(code);
+export function fail(code: ErrorCode, detail?: ErrorDetail): never {
+  throw new HttpFailure(code, detail);
 }
 
 /** The request's JSON body, which must be an object (BODY_INVALID otherwise). */
@@ -69,13 +73,13 @@ export async function objectBody(req: Request): Promise<Body> {
   return value as Body;
 }
 
-/** Refuses fields outside `known`; each known field is then read by its rule. */
+/** Refuses fields outside `known` (naming the first one); each known field is then read by its rule. */
 export function onlyFields(b: Body, known: readonly string[]): void {
-  for (const k of Object.keys(b)) if (!known.includes(k)) fail("FIELD_UNKNOWN");
+  for (const k of Object.keys(b)) if (!known.includes(k)) fail("FIELD_UNKNOWN", { field: k });
 }
 
 export function required<T>(b: Body, field: string, read: Rule<T>): T {
-  if (!Object.hasOwn(b, field)) fail("FIELD_MISSING");
+  if (!Object.hasOwn(b, field)) fail("FIELD_MISSING", { field });
   return fieldValue(b, field, read);
 }
 
@@ -85,7 +89,7 @@ export function optional<T>(b: Body, field: string, read: Rule<T>): T | undefine
 
 function fieldValue<T>(b: Body, field: string, read: Rule<T>): T {
   const v = read(b[field]);
-  if (v === undefined) fail("VALUE_INVALID");
+  if (v === undefined) fail("VALUE_INVALID", { field });
   return v;
 }
 
@@ -93,3 +97,11 @@ function fieldValue<T>(b: Body, field: string, read: Rule<T>): T {
 export function intIn(min: number, max: number): Rule<number> {
   return (v) => (Number.isSafeInteger(v) && (v as number) >= min && (v as number) <= max ? (v as number) : undefined);
 }
+
+/** An RFC 3339 UTC time (`…Z`) as milliseconds; null stays null (no time). */
+export const timestamp: Rule<number | null> = (v) => {
+  if (v === null) return null;
+  if (typeof v !== "string" || !/^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}(:\d{2}(\.\d{1,3})?)?Z$/.test(v)) return undefined;
+  const ms = Date.parse(v);
+  return Number.isFinite(ms) ? ms : undefined;
+};

@@ -1,6 +1,8 @@
-// The network an address belongs to, for the sandbox's per-network limit: IPv4 /24 and IPv6 /64
-// (what one home, office or cloud host usually holds). An IPv4-mapped IPv6 address counts as the
-// IPv4 address it carries, so a dual-stack socket cannot double a network's allowance.
+// IP addresses read strictly. The network an address belongs to, for the sandbox's per-network
+// limit: IPv4 /24 and IPv6 /64 (what one home, office or cloud host usually holds); an
+// IPv4-mapped IPv6 address counts as the IPv4 address it carries, so a dual-stack socket cannot
+// double a network's allowance. And the addresses an upstream may not have unless the operator
+// names them (link-local, unspecified).
 
 /** `"203.0.113.0/24"` or `"2001:db8:1:2::/64"`, or null when `address` is no IP address. */
 export function networkOf(address: string): string | null {
@@ -61,4 +63,22 @@ function ipv6(text: string): number[] | null {
     groups = [...head, ...new Array<number>(8 - head.length - rest.length).fill(0), ...rest];
   }
   return groups;
+}
+
+/**
+ * Whether a URL's hostname (as the WHATWG parser writes it, so every IPv4 spelling is already
+ * dotted decimal and IPv6 is bracketed) is a link-local or unspecified address: 169.254.0.0/16
+ * (where clouds serve instance metadata and credentials), 0.0.0.0/8, fe80::/10 and ::, also as
+ * an IPv4-mapped IPv6 address (::ffff:169.254.169.254). Names are not resolved here.
+ */
+export function isLinkLocalOrUnspecified(hostname: string): boolean {
+  const text = hostname.replace(/^\[(.*)\]$/, "$1");
+  const v4 = ipv4(text);
+  if (v4 !== null) return v4[0] === 0 || (v4[0] === 169 && v4[1] === 254);
+  const v6 = ipv6(text);
+  if (v6 === null) return false;
+  if (v6.slice(0, 5).every((h) => h === 0) && v6[5] === 0xffff) {
+    return isLinkLocalOrUnspecified(`${v6[6]! >> 8}.${v6[6]! & 0xff}.${v6[7]! >> 8}.${v6[7]! & 0xff}`);
+  }
+  return v6.every((h) => h === 0) || (v6[0]! & 0xffc0) === 0xfe80;
 }

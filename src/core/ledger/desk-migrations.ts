@@ -156,8 +156,23 @@ const V3 = `
 ALTER TABLE sandbox ADD COLUMN keys_per_day INTEGER NOT NULL DEFAULT 200 CHECK (keys_per_day >= 1);
 `;
 
+// The answers of charged calls whose agent had disconnected before the answer could be written:
+// kept a bounded time, so the agent can still fetch what it paid for (GET
+// /v1/receipts/{id}/result). Only those calls are written here, never every result.
+const V4 = `
+CREATE TABLE held_results (
+  receipt_id TEXT PRIMARY KEY,
+  key_id TEXT NOT NULL,
+  result TEXT NOT NULL,
+  held_until INTEGER NOT NULL
+) STRICT;
+CREATE INDEX held_results_key ON held_results(key_id, held_until);
+CREATE INDEX held_results_until ON held_results(held_until);
+`;
+
 export const DESK_MIGRATIONS: readonly Migration[] = [
   { name: "desk ledger", sql: V1 },
   { name: "desk sandbox", sql: V2 },
   { name: "desk sandbox daily cap", sql: V3 },
+  { name: "desk held results", sql: V4 },
 ];

@@ -3,7 +3,7 @@
 // UPDATE (the period reset folded in), and each settlement moves the money, appends the receipt
 // and appends the audit row in one transaction, so a crash leaves all three or none.
 import type { Database } from "bun:sqlite";
-import { periodOf } from "../desk/period.ts";
+import { hourOf, periodOf } from "../desk/period.ts";
 import { constantTimeEqual, newId } from "../desk/secrets.ts";
 import { openLedger } from "./database.ts";
 import { DESK_MIGRATIONS } from "./desk-migrations.ts";
@@ -106,6 +106,13 @@ export type ReservationRow = {
   receipt_id: string | null;
 };
 
+/**
+ * Calls of one key per UTC hour that may fail: a call counts from its reservation (in the hour it
+ * was reserved) until it is charged, so failed and still-running calls together never pass it,
+ * however many arrive at once or from however many processes.
+ */
+export const FAILURES_PER_HOUR = 20;
+
 /** What a key has spent in `period`: its row holds the spend of its latest period only. */
 export function spentIn(key: Pick<KeyRow, "period" | "spent_mc">, period: string): number {
   return key.period === period ? key.spent_mc : 0;
@@ -179,6 +186,8 @@ export type CallContext = {
 export type ReserveResult =
   | { kind: "reserved"; reservationId: number; remainingMc: number }
   | { kind: "no_room"; receipt: StoredReceipt; remainingMc: number }
+  /** FAILURES_PER_HOUR calls of this hour failed or are still running: an audit row, no count. */
+  | { kind: "rate_limited"; remainingMc: number }
   | { kind: "key_gone" };
 
 export type SettleOutcome = Exclude<ReceiptOutcome, "refused_not_allowed" | "refused_budget">;
@@ -233,6 +242,13 @@ self.onmessage = (e) => {
   }
 };
 `;
+
+/**
+ * What a key row has spent in the period `:period` (the key's period at the caller's `now`): its
+ * row holds the spend of its latest period only. The one way the ledger reads it in SQL, as
+ * `spentIn` does in code.
+ */
+const SPENT_IN_PERIOD = "(CASE WHEN period = :period THEN spent_mc ELSE 0 END)";
 
 /** WAL pages after which the desk's own connection checkpoints anyway (the worker's backstop). */
 const BACKSTOP_CHECKPOINT_PAGES = 20_000;
@@ -483,30 +499,38 @@ export class DeskLedger {
     ) as KeyRow[];
   }
 
-  /** OVER_BUDGET when a new budget is below what the current period already spent. */
-  patchKey(id: string, patch: KeyPatch): KeyRow {
-    return this.db
-      .transaction(() => {
-        const key = this.getKey(id);
-        if (key === null) throw new DeskLedgerError("MISSING");
-        try {
-          this.db
-            .query("UPDATE keys SET name = ?, budget_mc = ?, allow = ?, prices = ?, expires_at = ? WHERE id = ?")
-            .run(
-              patch.name ?? key.name,
-              patch.budgetMc ?? key.budget_mc,
-              patch.allow === undefined ? key.allow : JSON.stringify(patch.allow),
-              patch.prices === undefined ? key.prices : JSON.stringify(patch.prices),
-              patch.expiresAt === undefined ? key.expires_at : patch.expiresAt,
-              id,
-            );
-        } catch (err) {
-          if (isConstraint(err)) throw new DeskLedgerError("OVER_BUDGET");
-          throw err;
-        }
-        return this.getKey(id)!;
-      })
-      .immediate();
+  /**
+   * OVER_BUDGET when a new budget is below what the key's current period (at `now`) already
+   * spent. The row is rolled into that period first, as the next reservation would roll it, so
+   * the CHECK compares the budget with this period's spend and never with yesterday's.
+   */
+  patchKey(id: string, patch: KeyPatch, now: number): KeyRow {
+    return this.immediate(() => {
+      const key = this.getKey(id);
+      if (key === null) throw new DeskLedgerError("MISSING");
+      try {
+        this.db
+          .query(
+            `UPDATE keys SET name = :name, budget_mc = :budget, allow = :allow, prices = :prices, expires_at = :expires,
+               spent_mc = CASE WHEN :period >= period THEN ${SPENT_IN_PERIOD} ELSE spent_mc END,
+               period = CASE WHEN :period >= period THEN :period ELSE period END
+             WHERE id = :id`,
+          )
+          .run({
+            name: patch.name ?? key.name,
+            budget: patch.budgetMc ?? key.budget_mc,
+            allow: patch.allow === undefined ? key.allow : JSON.stringify(patch.allow),
+            prices: patch.prices === undefined ? key.prices : JSON.stringify(patch.prices),
+            expires: patch.expiresAt === undefined ? key.expires_at : patch.expiresAt,
+            period: periodOf(key.reset, now),
+            id,
+          });
+      } catch (err) {
+        if (isConstraint(err)) throw new DeskLedgerError("OVER_BUDGET");
+        throw err;
+      }
+      return this.getKey(id)!;
+    });
   }
 
   /** New secret; the old one stops matching with this statement. */
@@ -521,17 +545,21 @@ export class DeskLedger {
   /** Remaining budget of a key in `period` (a key not used since the reset has all of it). */
   remainingOf(keyId: string, period: string): number {
     const row = this.db
-      .query("SELECT budget_mc - CASE WHEN period = ? THEN spent_mc ELSE 0 END AS remaining FROM keys WHERE id = ?")
-      .get(period, keyId) as { remaining: number } | null;
+      .query(`SELECT budget_mc - ${SPENT_IN_PERIOD} AS remaining FROM keys WHERE id = :id`)
+      .get({ period, id: keyId }) as { remaining: number } | null;
     return row?.remaining ?? 0;
   }
 
   // --- the clearing path ----------------------------------------------------------------------
 
-  /** A refusal with no receipt (429, 404, 400 ARGS_INVALID): an audit row and a failure count. */
+  /**
+   * A refusal with no receipt (429, 404, 400 ARGS_INVALID): an audit row, and a failure count
+   * but for a 429 (which reached nothing; counting it would keep the key shut after its calls
+   * in flight succeed).
+   */
   recordPlainRefusal(ctx: CallContext, outcome: PlainOutcome, httpStatus: number): void {
     this.immediate(() => {
-      this.countFailure(ctx.key.id, ctx.hour);
+      if (outcome !== "refused_rate_limited") this.countFailure(ctx.key.id, ctx.hour);
       this.appendAudit(ctx, outcome, httpStatus, null);
     });
   }
@@ -551,18 +579,24 @@ export class DeskLedger {
    * Reserves the price with one conditional UPDATE that also rolls the period over: the budget
    * check, the reset and the spend are one statement, so parallel callers (threads, processes)
    * can never together pass a budget, and a reset cannot reopen it twice. The period only moves
-   * forward: a clock stepping back cannot reopen a spent period.
+   * forward: a clock stepping back cannot reopen a spent period. The same statement counts the
+   * call against the hour's failure limit before it reaches the upstream (settle takes it back
+   * when the call is charged): calls in flight cannot together pass the limit either.
    */
   reserve(ctx: CallContext, make: ReceiptMaker): ReserveResult {
     return this.immediate((): ReserveResult => {
       const reserved = this.db
         .query(
-          `UPDATE keys SET spent_mc = (CASE WHEN period = :period THEN spent_mc ELSE 0 END) + :price, period = :period
+          `UPDATE keys SET spent_mc = ${SPENT_IN_PERIOD} + :price, period = :period,
+             fail_count = (CASE WHEN fail_hour = :hour THEN fail_count ELSE 0 END) + 1, fail_hour = :hour
            WHERE id = :id AND revoked_at IS NULL AND (expires_at IS NULL OR expires_at > :now) AND :period >= period
-             AND (CASE WHEN period = :period THEN spent_mc ELSE 0 END) + :price <= budget_mc
+             AND ${SPENT_IN_PERIOD} + :price <= budget_mc
+             AND (CASE WHEN fail_hour = :hour THEN fail_count ELSE 0 END) < :failures
            RETURNING budget_mc - spent_mc AS remaining`,
         )
-        .get({ id: ctx.key.id, period: ctx.period, price: ctx.priceMc, now: ctx.now }) as { remaining: number } | null;
+        .get({ id: ctx.key.id, period: ctx.period, price: ctx.priceMc, now: ctx.now, hour: ctx.hour, failures: FAILURES_PER_HOUR }) as {
+        remaining: number;
+      } | null;
       if (reserved !== null) {
         this.db
           .query(
@@ -578,8 +612,13 @@ export class DeskLedger {
           .get(ctx.key.id, ctx.key.org_id, ctx.tool, ctx.period, ctx.priceMc, ctx.upstreamCostMc, ctx.paramsSha256, ctx.now) as { id: number };
         return { kind: "reserved", reservationId: res.id, remainingMc: reserved.remaining };
       }
-      const key = this.countFailure(ctx.key.id, ctx.hour);
-      if (key === null || key.revoked_at !== null || (key.expires_at !== null && key.expires_at <= ctx.now)) return { kind: "key_gone" };
+      const now = this.getKey(ctx.key.id);
+      if (now === null || now.revoked_at !== null || (now.expires_at !== null && now.expires_at <= ctx.now)) return { kind: "key_gone" };
+      if (now.fail_hour === ctx.hour && now.fail_count >= FAILURES_PER_HOUR) {
+        this.appendAudit(ctx, "refused_rate_limited", 429, null);
+        return { kind: "rate_limited", remainingMc: now.budget_mc - spentIn(now, ctx.period) };
+      }
+      const key = this.countFailure(ctx.key.id, ctx.hour)!;
       const remainingMc = key.budget_mc - spentIn(key, ctx.period);
       const receipt = this.appendReceipt(ctx, make, "refused_budget", 402, 0, remainingMc, ctx.period);
       this.appendAudit(ctx, "refused_budget", 402, receipt.id);
@@ -613,18 +652,20 @@ export class DeskLedger {
         return { kind: "already_settled", receipt, outcome: prior.outcome, remainingMc: this.remainingOf(prior.key_id, prior.period) };
       }
       const charged = outcome === "charged";
-      // A refund, the failure count and the fresh key row in one statement; the key's spend
-      // drops only while it is still in the reservation's period.
+      // The call was counted as failing when it was reserved: a charge takes that back (in the
+      // hour it was counted in, if that hour is still the key's); a failure keeps it. A refund
+      // lowers the key's spend only while it is still in the reservation's period.
       const key = (
         charged
-          ? this.getKey(res.key_id)
-          : this.db
+          ? this.db
               .query(
-                `UPDATE keys SET spent_mc = CASE WHEN period = :period THEN spent_mc - :price ELSE spent_mc END,
-                   fail_count = CASE WHEN fail_hour = :hour THEN fail_count ELSE 0 END + 1, fail_hour = :hour
+                `UPDATE keys SET fail_count = CASE WHEN fail_hour = :hour AND fail_count > 0 THEN fail_count - 1 ELSE fail_count END
                  WHERE id = :id RETURNING *`,
               )
-              .get({ id: res.key_id, period: res.period, price: res.price_mc, hour })
+              .get({ id: res.key_id, hour: hourOf(res.created_at) })
+          : this.db
+              .query("UPDATE keys SET spent_mc = CASE WHEN period = :period THEN spent_mc - :price ELSE spent_mc END WHERE id = :id RETURNING *")
+              .get({ id: res.key_id, period: res.period, price: res.price_mc })
       ) as KeyRow;
       if (!charged) this.db.query("UPDATE spend SET spent_mc = spent_mc - ? WHERE key_id = ? AND period = ?").run(res.price_mc, res.key_id, res.period);
       const remainingMc = key.budget_mc - spentIn(key, periodOf(key.reset, now));
@@ -714,6 +755,49 @@ export class DeskLedger {
 
   getReceipt(id: string): ReceiptRow | null {
     return this.db.query("SELECT * FROM receipts WHERE id = ?").get(id) as ReceiptRow | null;
+  }
+
+  /** One key's receipts issued at or after `sinceMs`, in chain order, at most `limit`. */
+  keyReceipts(keyId: string, sinceMs: number, limit: number): ReceiptRow[] {
+    return this.db
+      .query("SELECT * FROM receipts WHERE key_id = :key AND issued_at >= :since ORDER BY seq LIMIT :limit")
+      .all({ key: keyId, since: sinceMs, limit }) as ReceiptRow[];
+  }
+
+  /**
+   * Keeps the result of a charged call until `heldUntil`: past ones are dropped first, and a key
+   * keeps its `perKey` newest, so what a flood of disconnects can hold stays bounded.
+   */
+  holdResult(held: { receiptId: string; keyId: string; result: string; heldUntil: number; now: number; perKey: number }): void {
+    this.immediate(() => {
+      this.db.query("DELETE FROM held_results WHERE held_until <= ?").run(held.now);
+      this.db
+        .query("INSERT INTO held_results (receipt_id, key_id, result, held_until) VALUES (?, ?, ?, ?) ON CONFLICT (receipt_id) DO NOTHING")
+        .run(held.receiptId, held.keyId, held.result, held.heldUntil);
+      this.db
+        .query(
+          `DELETE FROM held_results WHERE key_id = :key AND receipt_id NOT IN
+             (SELECT receipt_id FROM held_results WHERE key_id = :key ORDER BY rowid DESC LIMIT :keep)`,
+        )
+        .run({ key: held.keyId, keep: held.perKey });
+    });
+  }
+
+  /** The held result of a receipt (its JSON text and key), while it is held at `now`. */
+  heldResult(receiptId: string, now: number): { key_id: string; result: string } | null {
+    return this.db.query("SELECT key_id, result FROM held_results WHERE receipt_id = ? AND held_until > ?").get(receiptId, now) as {
+      key_id: string;
+      result: string;
+    } | null;
+  }
+
+  /** Which of these receipts have a result held at `now`. */
+  heldAmong(receiptIds: string[], now: number): Set<string> {
+    if (receiptIds.length === 0) return new Set();
+    const rows = this.db
+      .query(`SELECT receipt_id FROM held_results WHERE held_until > ? AND receipt_id IN (${receiptIds.map(() => "?").join(", ")})`)
+      .all(now, ...receiptIds) as { receipt_id: string }[];
+    return new Set(rows.map((r) => r.receipt_id));
   }
 
   /** Receipts in issue order (per key, in chain order), optionally of one org and since a time. */

@@ -11,11 +11,12 @@ export const token = {
   clear: () => sessionStorage.removeItem(TOKEN_KEY),
 };
 
-/** A refusal from the desk: its error code (the only thing the wire carries) and status. */
+/** A refusal from the desk: its error code, the field or tool it names (if any), and status. */
 export class ApiError extends Error {
   constructor(
     readonly code: string,
     readonly status: number,
+    readonly pointsAt?: string,
   ) {
     super(code);
   }
@@ -35,14 +36,17 @@ async function send(method: string, path: string, body?: unknown): Promise<Respo
   const res = await fetch(path, { method, headers, body: body === undefined ? null : JSON.stringify(body), credentials: "omit", cache: "no-store" });
   if (!res.ok) {
     let code = `HTTP_${res.status}`;
+    let pointsAt: string | undefined;
     try {
-      const data = (await res.json()) as { error?: unknown };
+      const data = (await res.json()) as { error?: unknown; field?: unknown; tool?: unknown };
       if (typeof data.error === "string") code = data.error;
+      const named = data.field ?? data.tool;
+      if (typeof named === "string") pointsAt = named;
     } catch {
       // not JSON: keep the status
     }
     if (code === "ADMIN_TOKEN_INVALID") onSignedOut();
-    throw new ApiError(code, res.status);
+    throw new ApiError(code, res.status, pointsAt);
   }
   return res;
 }

@@ -29,7 +29,8 @@ export async function attempt(what: string, act: () => Promise<void>): Promise<v
   try {
     await act();
   } catch (err) {
-    notify(`${what} failed: ${err instanceof ApiError ? err.code : err instanceof Error ? err.message : "error"}`, "error");
+    const reason = err instanceof ApiError ? (err.pointsAt === undefined ? err.code : `${err.code} (${err.pointsAt})`) : err instanceof Error ? err.message : "error";
+    notify(`${what} failed: ${reason}`, "error");
   }
 }
 
