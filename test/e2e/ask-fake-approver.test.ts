@@ -40,7 +40,7 @@ beforeAll(async () => {
     },
   });
   mcp = await connectServeMcp(serveMcpEnv(link, `https://localhost:${fake.port}`, { ASK_ONLY_PAY_TIMEOUT_MS: "400" }));
-});
+}, 30_000);
 afterAll(async () => {
   await mcp?.client.close();
   fake?.stop(true);

@@ -21,7 +21,7 @@ beforeAll(async () => {
   const otherDir = join(dir.path, "other");
   await Bun.write(join(otherDir, ".keep"), "");
   other = await writeLink(otherDir, await makeLinkPems());
-});
+}, 30_000);
 afterAll(() => dir[Symbol.dispose]());
 
 function expectRefusal(r: { code: number; stdout: string; stderr: string }, code: number, message: RegExp) {

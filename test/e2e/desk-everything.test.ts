@@ -26,7 +26,7 @@ beforeAll(async () => {
   });
   const port = (await collectText(everything.stderr as ReadableStream<Uint8Array>).until(/bound port (\d+)\n/))[1]!;
   everythingUrl = `http://127.0.0.1:${port}/mcp`;
-});
+}, 30_000);
 
 afterAll(async () => {
   everything.kill();

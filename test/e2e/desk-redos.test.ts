@@ -20,7 +20,7 @@ beforeAll(async () => {
     { name: "match", inputSchema: { type: "object", properties: { s: { type: "string", pattern: "^(a+)+$" } }, required: ["s"] } },
   ]);
   desk = await startDeskProcess(join(tmp.path, "d"));
-});
+}, 30_000);
 
 afterAll(async () => {
   await desk.stop();

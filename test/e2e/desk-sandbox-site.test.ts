@@ -19,7 +19,7 @@ beforeAll(async () => {
   desk = await startDeskProcess(join(tmp.path, "d"), ["--allowed-host", "desk.example.com"]);
   await adminJson(desk, "POST", "/admin/upstreams", { name: "fx", url: fx.url });
   await adminJson(desk, "PUT", "/admin/sandbox", { tools: ["fx__echo"] });
-});
+}, 30_000);
 
 afterAll(async () => {
   await desk.stop();

@@ -30,7 +30,7 @@ const sockets = new Set<Socket>();
 beforeAll(async () => {
   pems = await makeLinkPems();
   link = await writeLink(dir.path, pems);
-});
+}, 30_000);
 afterAll(() => {
   for (const s of sockets) s.destroy();
   for (const s of servers) s.close();
