@@ -1,16 +1,18 @@
-// `ask-only verify-receipt`: checks a saved desk response (REST body, MCP tools/call result or
-// bare envelope) or a JSONL export of envelopes against a JWKS, offline. Exit 0 only when every
-// check that applies passes.
+// `ask-only verify-receipt`: checks a saved desk response (one of the shapes of
+// core/receipt/shapes.ts) or a JSONL export of envelopes against a JWKS, offline. Exit 0 only
+// when every check the file calls for ran and passed. Every piece of file text it prints goes
+// through printable (the recap's escaping).
 import { closeSync, openSync, readFileSync, readSync } from "node:fs";
 import { failure, type Streams, usageError } from "../cli/voice.ts";
 import {
   ChainVerifier,
   describeCheck,
   type OpenedEnvelope,
-  openEnvelopeAsync,
+  openExportLine,
   printable,
   ReceiptKeyError,
   ReceiptKeys,
+  SHAPES_READ,
   verifyResponse,
 } from "../core/receipt/index.ts";
 
@@ -36,10 +38,11 @@ export async function runVerifyReceipt(options: VerifyReceiptOptions): Promise<v
   const keys = loadKeys(options.keys);
   if (options.jsonl !== undefined) return verifyJsonl(options.jsonl, keys, options.streams);
 
-  const body = readJson(options.response!, "a desk response body, an MCP tools/call result or an envelope");
+  const body = readJson(options.response!, SHAPES_READ);
   const args = options.args === undefined ? undefined : readJson(options.args, "the arguments object of the call");
   const checks = verifyResponse(body, keys, args);
   options.streams.out(`${checks.map(describeCheck).join("\n")}\n`);
+  if (checks[0]?.name === "shape") throw failure(`${printable(options.response!)} is not a response verify-receipt reads`, `it should hold ${SHAPES_READ}`);
   const failed = checks.filter((c) => !c.ok).length;
   if (failed > 0) throw failure(`the receipt did not verify (${failed} ${failed === 1 ? "check" : "checks"} failed)`);
 }
@@ -71,7 +74,7 @@ function loadKeys(path: string): ReceiptKeys {
   try {
     return ReceiptKeys.fromJwks(jwks);
   } catch (err) {
-    if (err instanceof ReceiptKeyError) throw failure(`${printable(path)} is not a receipt key set: ${err.message}`, KEYS_HINT);
+    if (err instanceof ReceiptKeyError) throw failure(`${printable(path)} is not a receipt key set: ${printable(err.message)}`, KEYS_HINT);
     throw err;
   }
 }
@@ -148,7 +151,7 @@ async function verifyJsonl(path: string, keys: ReceiptKeys, streams: Streams): P
     } catch {
       parsed = false;
     }
-    inFlight.push({ lineNo, opened: parsed ? openEnvelopeAsync(envelope, keys) : Promise.resolve(null) });
+    inFlight.push({ lineNo, opened: parsed ? openExportLine(envelope, keys) : Promise.resolve(null) });
     if (inFlight.length >= WINDOW) await settle(inFlight.shift()!);
   }
   while (inFlight.length > 0) await settle(inFlight.shift()!);

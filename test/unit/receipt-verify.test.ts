@@ -295,7 +295,7 @@ describe("verifyResponse on a REST body", () => {
     const b = body();
     b.receipt.kid = "\u001b[31mred\u202e";
     const line = describeCheck(verifyResponse(b, jwks, ARGS)[0]!);
-    expect(line).toBe("FAILED signature: unknown kid \\u001b[31mred\\u202e (not in the key set)");
+    expect(line).toBe("FAILED signature: unknown kid \\u{1b}[31mred\\u{202e} (not in the key set)");
   });
 });
 

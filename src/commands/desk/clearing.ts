@@ -7,7 +7,7 @@ import { hourOf, periodOf } from "../../core/desk/period.ts";
 import { lookupOf, sha256 } from "../../core/desk/secrets.ts";
 import { type CallContext, type KeyRow, type SettleOutcome, spentIn } from "../../core/ledger/desk.ts";
 import type { ErrorCode } from "../../core/errors.ts";
-import { CanonicalJsonError, type Envelope, paramsSha256, resultSha256 } from "../../core/receipt/index.ts";
+import { bindResult, CanonicalJsonError, type Envelope, paramsSha256 } from "../../core/receipt/index.ts";
 import type { Desk, ToolEntry } from "./desk.ts";
 import type { CallOutcome } from "./upstream.ts";
 
@@ -148,7 +148,13 @@ async function settle(desk: Desk, ctx: CallContext, reservationId: number, answe
   let resultHash: string | null = null;
   if (answer.kind === "ok") {
     try {
-      resultHash = resultSha256(answer.result);
+      // What the agent gets and what its receipt binds come from one function (SPEC 9.3).
+      const bound = bindResult(answer.result);
+      if (bound === null) answer = { kind: "upstream_error" };
+      else {
+        answer = { kind: "ok", result: bound.result };
+        resultHash = bound.sha256;
+      }
     } catch (err) {
       // A result with no canonical form cannot be bound to a receipt: the agent does not pay.
       if (!(err instanceof CanonicalJsonError)) throw err;

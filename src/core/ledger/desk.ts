@@ -5,6 +5,7 @@
 import type { Database } from "bun:sqlite";
 import { periodOf } from "../desk/period.ts";
 import { constantTimeEqual, newId } from "../desk/secrets.ts";
+import { printable } from "../receipt/printable.ts";
 import { openLedger } from "./database.ts";
 import { DESK_MIGRATIONS } from "./desk-migrations.ts";
 
@@ -773,14 +774,14 @@ export class DeskLedger {
       .all() as { key_id: string; period: string; spent_mc: number; charged: number; open: number }[];
     for (const r of rows) {
       if (r.spent_mc !== r.charged + r.open) {
-        problems.push(`key ${r.key_id} period ${r.period}: spent ${r.spent_mc} mc, but charges ${r.charged} + open reservations ${r.open}`);
+        problems.push(`key ${printable(r.key_id)} period ${printable(r.period)}: spent ${r.spent_mc} mc, but charges ${r.charged} + open reservations ${r.open}`);
       }
     }
     const keys = this.db
       .query("SELECT k.id, k.spent_mc, k.budget_mc, coalesce(s.spent_mc, 0) AS period_spent FROM keys k LEFT JOIN spend s ON s.key_id = k.id AND s.period = k.period")
       .all() as { id: string; spent_mc: number; budget_mc: number; period_spent: number }[];
     for (const k of keys) {
-      if (k.spent_mc !== k.period_spent) problems.push(`key ${k.id}: spent ${k.spent_mc} mc on the key, ${k.period_spent} mc in its period`);
+      if (k.spent_mc !== k.period_spent) problems.push(`key ${printable(k.id)}: spent ${k.spent_mc} mc on the key, ${k.period_spent} mc in its period`);
     }
     const orphans = this.db
       .query(
