@@ -29,7 +29,13 @@ export type DeskOptions = {
   storeSigningKey?: (privatePem: string) => void;
 };
 
-export type ToolEntry = { row: ToolRow; check: ArgsCheck; schema: Record<string, unknown> };
+export type ToolEntry = {
+  row: ToolRow;
+  check: ArgsCheck;
+  schema: Record<string, unknown>;
+  /** The upstream's listed fields agents see unchanged (LISTED_FIELDS of upstream.ts), parsed once. */
+  listing: Record<string, unknown>;
+};
 
 export class DeskError extends Error {
   override name = "DeskError";
@@ -94,12 +100,13 @@ export class Desk {
     for (const row of this.ledger.listTools()) {
       if (row.active !== 1) continue;
       const previous = this.tools.get(row.name);
+      const listing = previous?.row.listing === row.listing ? previous.listing : (JSON.parse(row.listing) as Record<string, unknown>);
       if (previous && previous.row.input_schema === row.input_schema) {
-        next.set(row.name, { ...previous, row });
+        next.set(row.name, { ...previous, row, listing });
         continue;
       }
       const schema = JSON.parse(row.input_schema) as Record<string, unknown>;
-      next.set(row.name, { row, schema, check: compileArgsSchema(schema) });
+      next.set(row.name, { row, schema, check: compileArgsSchema(schema), listing });
     }
     this.tools = next;
   }
@@ -168,7 +175,9 @@ export class Desk {
         this.log(`upstream ${client.name}: tool input schema does not compile`);
         throw new DeskError("UPSTREAM_UNREACHABLE");
       }
-      return [{ name: `${client.name}__${t.name}`, upstreamTool: t.name, description: t.description, inputSchema: JSON.stringify(t.inputSchema) }];
+      return [
+        { name: `${client.name}__${t.name}`, upstreamTool: t.name, description: t.description, inputSchema: JSON.stringify(t.inputSchema), listing: JSON.stringify(t.listing) },
+      ];
     });
     return { rows };
   }

@@ -156,8 +156,16 @@ const V3 = `
 ALTER TABLE sandbox ADD COLUMN keys_per_day INTEGER NOT NULL DEFAULT 200 CHECK (keys_per_day >= 1);
 `;
 
+// The fields of an upstream's tool listing that agents see unchanged (title, outputSchema,
+// annotations, _meta), as one JSON object: a protocol revision that adds such a field needs no
+// new column. Tools registered before this migration show them after a refresh.
+const V4 = `
+ALTER TABLE tools ADD COLUMN listing TEXT NOT NULL DEFAULT '{}';
+`;
+
 export const DESK_MIGRATIONS: readonly Migration[] = [
   { name: "desk ledger", sql: V1 },
   { name: "desk sandbox", sql: V2 },
   { name: "desk sandbox daily cap", sql: V3 },
+  { name: "desk tool listing fields", sql: V4 },
 ];

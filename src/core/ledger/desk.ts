@@ -43,7 +43,12 @@ export type ToolRow = {
   price_mc: number;
   upstream_cost_mc: number;
   active: number;
+  /** JSON object: the upstream's listed fields agents see unchanged (title, outputSchema, annotations, _meta). */
+  listing: string;
 };
+
+/** One tool of an upstream's listing, as registration and refresh store it. */
+export type ToolListing = { name: string; upstreamTool: string; description: string; inputSchema: string; listing: string };
 
 export type KeyRow = {
   id: string;
@@ -399,7 +404,7 @@ export class DeskLedger {
   /** Stores a new upstream with its tools in one transaction; EXISTS when the name is taken. */
   addUpstream(
     upstream: { name: string; url: string; sealedHeaders: string | null; headerNames: string[]; now: number },
-    tools: { name: string; upstreamTool: string; description: string; inputSchema: string }[],
+    tools: ToolListing[],
   ): void {
     this.db
       .transaction(() => {
@@ -417,7 +422,7 @@ export class DeskLedger {
   }
 
   /** Replaces an upstream's tool list: new tools appear, gone ones go inactive, prices stay. */
-  refreshTools(name: string, tools: { name: string; upstreamTool: string; description: string; inputSchema: string }[], now: number): void {
+  refreshTools(name: string, tools: ToolListing[], now: number): void {
     this.db
       .transaction(() => {
         if (this.db.query("UPDATE upstreams SET refreshed_at = ? WHERE name = ?").run(now, name).changes !== 1) {
@@ -428,14 +433,14 @@ export class DeskLedger {
       .immediate();
   }
 
-  private writeTools(upstream: string, tools: { name: string; upstreamTool: string; description: string; inputSchema: string }[]): void {
+  private writeTools(upstream: string, tools: ToolListing[]): void {
     this.db.query("UPDATE tools SET active = 0 WHERE upstream = ?").run(upstream);
     const upsert = this.db.query(
-      `INSERT INTO tools (name, upstream, upstream_tool, description, input_schema, active) VALUES (?, ?, ?, ?, ?, 1)
+      `INSERT INTO tools (name, upstream, upstream_tool, description, input_schema, listing, active) VALUES (?, ?, ?, ?, ?, ?, 1)
        ON CONFLICT (name) DO UPDATE SET upstream_tool = excluded.upstream_tool, description = excluded.description,
-         input_schema = excluded.input_schema, active = 1 WHERE tools.upstream = excluded.upstream`,
+         input_schema = excluded.input_schema, listing = excluded.listing, active = 1 WHERE tools.upstream = excluded.upstream`,
     );
-    for (const t of tools) upsert.run(t.name, upstream, t.upstreamTool, t.description, t.inputSchema);
+    for (const t of tools) upsert.run(t.name, upstream, t.upstreamTool, t.description, t.inputSchema, t.listing);
   }
 
   listTools(): ToolRow[] {
