@@ -7,8 +7,8 @@ import { displayRows } from "../recap/sanitize.ts";
 /** Display columns of file text shown in one place before it is cut with `...`. */
 const MAX_COLUMNS = 80;
 
-/** `text` escaped as the recap escapes agent text, and cut after 80 columns. */
-export function printable(text: string): string {
-  const rows = displayRows(text, MAX_COLUMNS, Number.POSITIVE_INFINITY);
+/** `text` escaped as the recap escapes agent text, and cut after `maxColumns` (80) columns. */
+export function printable(text: string, maxColumns = MAX_COLUMNS): string {
+  const rows = displayRows(text, maxColumns, Number.POSITIVE_INFINITY);
   return rows.length > 1 ? `${rows[0]}...` : (rows[0] ?? "");
 }
