@@ -13,7 +13,7 @@ import { DeskLedger } from "../../src/core/ledger/desk.ts";
 import { DESK_MIGRATIONS } from "../../src/core/ledger/desk-migrations.ts";
 import { generateSigningKey, type Jwks, loadSigner, MCP_RECEIPT_META_KEY, resultSha256, verifyResponse } from "../../src/core/receipt/index.ts";
 import { tempDir } from "../helpers/tmp.ts";
-import { FORECAST_RESULT, FORECAST_TOOL, type ListingUpstream, MIRROR_TOOL, startListingUpstream } from "../fixtures/listing-upstream.ts";
+import { FORECAST_RESULT, FORECAST_TOOL, type ListingUpstream, MIRROR_TOOL, SHAPED_TOOL, startListingUpstream } from "../fixtures/listing-upstream.ts";
 import { makeDesk, type TestDesk } from "./desk-harness.ts";
 import { mcpClient, rawMcp, type ServedDesk, serveDesk } from "./desk-mcp-harness.ts";
 
@@ -27,8 +27,8 @@ beforeAll(async () => {
   up = startListingUpstream();
   t = await makeDesk();
   expect((await t.admin("POST", "/admin/upstreams", { name: "wx", url: up.url })).status).toBe(201);
-  for (const tool of ["wx__forecast", "wx__mirror"]) expect((await t.admin("PUT", `/admin/tools/${tool}`, { price_mc: 10, upstream_cost_mc: 1 })).status).toBe(200);
-  secret = (await t.makeKey({ budget_mc: 1_000_000_000, reset: "none", allow: ["wx__forecast", "wx__mirror"] })).secret;
+  for (const tool of ["wx__forecast", "wx__mirror", "wx__shaped"]) expect((await t.admin("PUT", `/admin/tools/${tool}`, { price_mc: 10, upstream_cost_mc: 1 })).status).toBe(200);
+  secret = (await t.makeKey({ budget_mc: 1_000_000_000, reset: "none", allow: ["wx__forecast", "wx__mirror", "wx__shaped"] })).secret;
   served = serveDesk(t);
   jwks = (await (await fetch(`${served.url}/.well-known/receipt-signing-key.json`)).json()) as Jwks;
 });
@@ -174,6 +174,35 @@ describe("tools/call passes the upstream's result through, and the receipt binds
     expect(ours.kid).toBe(jwks.keys[0]!.kid);
     expect(withoutOurEntry(mcp.result)).toEqual({ content: [{ type: "text", text: "x" }], _meta: { trace: "t1" } });
     expect(verifyResponse(mcp, jwks, {}).every((c) => c.ok)).toBe(true);
+  });
+});
+
+describe("an answer must keep the output schema its tool lists", () => {
+  test("structuredContent that fits is charged; one that does not, or none, is refunded as an upstream error", async () => {
+    const auditRows = () => t.ledger.listAudit({ orgId: null, keyId: null, sinceMs: null, limit: 10_000 }).length;
+    up.answerNext({ content: [], structuredContent: { n: 1 } });
+    expect((await callRest("wx__shaped", {})).status).toBe(200);
+    for (const broken of [{ content: [], structuredContent: { n: "one" } }, { content: [{ type: "text", text: "1" }] }]) {
+      up.answerNext(broken);
+      const before = auditRows();
+      const r = await t.call(secret, "wx__shaped", {});
+      expect(r.status).toBe(502);
+      expect(r.headers.get("x-clearing-outcome")).toBe("refunded_upstream_error");
+      expect(((await r.json()) as { error: string }).error).toBe("UPSTREAM_ERROR");
+      expect(auditRows()).toBe(before + 1);
+      const mcp = await callMcp("wx__shaped", {});
+      expect(mcp.result.structuredContent).toEqual({ error: "UPSTREAM_ERROR" });
+      expect(mcp.result.isError).toBe(true);
+    }
+  });
+
+  test("an upstream whose output schema does not compile is refused at registration, and nothing is stored", async () => {
+    await using bad = startListingUpstream({ extraTools: [{ ...SHAPED_TOOL, name: "broken", outputSchema: { type: "object", properties: { n: { type: "no-such-type" } } } }] });
+    const r = await t.admin("POST", "/admin/upstreams", { name: "bad", url: bad.url });
+    expect(r.status).toBe(502);
+    expect(await r.json()).toEqual({ error: "UPSTREAM_UNREACHABLE" });
+    expect(t.ledger.getUpstream("bad")).toBeNull();
+    expect(t.logs).toContain("upstream bad: tool output schema does not compile");
   });
 });
 

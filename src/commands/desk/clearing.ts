@@ -55,7 +55,19 @@ export async function clear(desk: Desk, keySecret: string | null, toolName: stri
   const reserved = await reserve(desk, ctx);
   if ("done" in reserved) return reserved.done;
   const answer = await desk.client(tool.next.row.upstream)!.call(tool.next.row.upstream_tool, args as Record<string, unknown>);
-  return settle(desk, ctx, reserved.next, answer);
+  return settle(desk, ctx, reserved.next, keepsOutputSchema(tool.next, answer));
+}
+
+/**
+ * A successful answer of a tool that lists an outputSchema must carry structuredContent that
+ * matches it (MCP asks servers to; agents' clients check it and reject the answer otherwise):
+ * one that does not is the upstream's fault, refunded as an upstream error, never charged.
+ */
+function keepsOutputSchema(tool: ToolEntry, answer: CallOutcome): CallOutcome {
+  if (answer.kind !== "ok" || tool.checkOutput === null) return answer;
+  const structured = answer.result.structuredContent;
+  const fits = typeof structured === "object" && structured !== null && !Array.isArray(structured) && tool.checkOutput(structured).length === 0;
+  return fits ? answer : { kind: "upstream_error" };
 }
 
 /** Step 1: unknown, revoked or expired key → 401. */

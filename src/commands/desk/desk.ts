@@ -35,7 +35,14 @@ export type ToolEntry = {
   schema: Record<string, unknown>;
   /** The upstream's listed fields agents see unchanged (LISTED_FIELDS of upstream.ts), parsed once. */
   listing: Record<string, unknown>;
+  /** The listed outputSchema compiled, or null when the tool declares none. */
+  checkOutput: ArgsCheck | null;
 };
+
+/** A tool's listed outputSchema compiled (as input schemas are), or null when it lists none. */
+function compileOutputSchema(listing: Record<string, unknown>): ArgsCheck | null {
+  return Object.hasOwn(listing, "outputSchema") ? compileArgsSchema(listing.outputSchema) : null;
+}
 
 export class DeskError extends Error {
   override name = "DeskError";
@@ -100,13 +107,15 @@ export class Desk {
     for (const row of this.ledger.listTools()) {
       if (row.active !== 1) continue;
       const previous = this.tools.get(row.name);
-      const listing = previous?.row.listing === row.listing ? previous.listing : (JSON.parse(row.listing) as Record<string, unknown>);
+      const sameListing = previous?.row.listing === row.listing;
+      const listing = sameListing ? previous!.listing : (JSON.parse(row.listing) as Record<string, unknown>);
+      const checkOutput = sameListing ? previous!.checkOutput : compileOutputSchema(listing);
       if (previous && previous.row.input_schema === row.input_schema) {
-        next.set(row.name, { ...previous, row, listing });
+        next.set(row.name, { ...previous, row, listing, checkOutput });
         continue;
       }
       const schema = JSON.parse(row.input_schema) as Record<string, unknown>;
-      next.set(row.name, { row, schema, check: compileArgsSchema(schema), listing });
+      next.set(row.name, { row, schema, check: compileArgsSchema(schema), listing, checkOutput });
     }
     this.tools = next;
   }
@@ -173,6 +182,13 @@ export class Desk {
         compileArgsSchema(t.inputSchema);
       } catch {
         this.log(`upstream ${client.name}: tool input schema does not compile`);
+        throw new DeskError("UPSTREAM_UNREACHABLE");
+      }
+      // Agents are shown the output schema and check answers against it: it must compile too.
+      try {
+        compileOutputSchema(t.listing);
+      } catch {
+        this.log(`upstream ${client.name}: tool output schema does not compile`);
         throw new DeskError("UPSTREAM_UNREACHABLE");
       }
       return [
