@@ -3,6 +3,7 @@
 import { describe, expect, test } from "bun:test";
 import { createPrivateKey, generateKeyPairSync, sign } from "node:crypto";
 import fc from "fast-check";
+import { displayRows } from "../../src/core/recap/sanitize.ts";
 import {
   bindResult,
   type Check,
@@ -16,6 +17,7 @@ import {
   loadSigner,
   MCP_RECEIPT_META_KEY,
   paramsSha256,
+  printable,
   type Receipt,
   type ReceiptFields,
   ReceiptInvalidError,
@@ -594,5 +596,18 @@ describe("the shapes a verifier reads", () => {
     expect(readShape({ ...RESULT, isError: "no", _meta: mcpLike._meta })).toEqual({ refused: "the MCP result's isError is not a boolean" });
     expect(readShape({ ...RESULT, _meta: [env] })).toEqual({ refused: "the MCP result's _meta is not an object" });
     expect(readShape("x")).toEqual({ refused: "expected a JSON object, found a string" });
+  });
+});
+
+describe("printable", () => {
+  test("property: it is the recap's escaping, cut after 80 columns (its plain-ASCII shortcut included)", () => {
+    fc.assert(
+      fc.property(fc.oneof(fc.string({ unit: "binary-ascii", maxLength: 100 }), fc.string({ unit: "binary", maxLength: 100 })), (text) => {
+        const rows = displayRows(text, 80, Number.POSITIVE_INFINITY);
+        expect(printable(text)).toBe(rows.length > 1 ? `${rows[0]}...` : (rows[0] ?? ""));
+      }),
+      { numRuns: 5000 },
+    );
+    expect(printable("\u001b[2J ok\u202e")).toBe("\\u{1b}[2J ok\\u{202e}");
   });
 });
