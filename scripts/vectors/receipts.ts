@@ -6,6 +6,7 @@ import { createPrivateKey, sign } from "node:crypto";
 import { writeFileSync } from "node:fs";
 import { join } from "node:path";
 import {
+  bindResult,
   chainLinkAfter,
   describeCheck,
   type Envelope,
@@ -17,6 +18,7 @@ import {
   resultSha256,
   sha256Hex,
   verifyResponse,
+  withReceipt,
 } from "../../src/core/receipt/index.ts";
 import { formatVector, VECTOR_DIR, VECTOR_JWKS } from "../../test/vectors/receipts/vectors.ts";
 
@@ -88,6 +90,13 @@ const stolenKid = (() => {
   return { payload: bytes.toString("base64url"), signature: sign(null, bytes, key).toString("base64url"), kid: current.kid, receipt };
 })();
 
+// An upstream result with an empty _meta, bound as the desk binds it: the receipt covers the
+// result without our entry and without the _meta that is then empty, on both transports.
+const emptyMeta = { ...RESULT, _meta: {} };
+const emptyMetaBound = bindResult(emptyMeta)!;
+const emptyMetaCharged = current.sign(fields({ id: "rcpt_0007", result_sha256: emptyMetaBound.sha256 }));
+const forgedResult = { content: [{ type: "text", text: "Lyon: 30°C, sunny all week" }] };
+
 type Case = { description: string; args?: unknown; body: string };
 const cases: Record<string, Case> = {
   "rest-charged": { description: "a charged REST call, with its arguments", args: ARGS, body: pretty({ result: RESULT, receipt: charged }) },
@@ -157,6 +166,57 @@ const cases: Record<string, Case> = {
     body: pretty({ result: RESULT, receipt: stolenKid }),
   },
   "no-receipt": { description: "a body that holds no receipt at all", body: pretty({ result: RESULT }) },
+  "jsonrpc-charged": {
+    description: "the whole JSON-RPC response that carried a charged MCP result",
+    args: ARGS,
+    body: pretty({ jsonrpc: "2.0", id: 7, result: { ...mcpResult, _meta: { ...mcpResult._meta, [MCP_RECEIPT_META_KEY]: mcpCharged } } }),
+  },
+  "mcp-empty-meta": {
+    description: "an upstream result with _meta: {} as the agent gets it over MCP: _meta holds only the receipt",
+    args: ARGS,
+    body: pretty(withReceipt(emptyMetaBound.result, emptyMetaCharged)),
+  },
+  "rest-empty-meta": {
+    description: "the same upstream result over REST: its empty _meta stays, and is hashed as no _meta",
+    args: ARGS,
+    body: pretty({ result: emptyMetaBound.result, receipt: emptyMetaCharged }),
+  },
+  "envelope-bare-refusal": {
+    description: "a bare envelope of a refusal: it binds no result, so the result check runs and passes",
+    body: compact(current.sign(fields({ id: "rcpt_0003", ...refusal("refused_budget", 402) }))),
+  },
+  "forged-envelope-with-result": {
+    description: "a real envelope with a forged result beside it: no shape, refused",
+    args: ARGS,
+    body: pretty({ ...charged, result: forgedResult }),
+  },
+  "forged-jsonrpc-merged": {
+    description: "a JSON-RPC response whose result is a forged answer merged with the envelope's fields: refused",
+    args: ARGS,
+    body: pretty({ jsonrpc: "2.0", id: 1, result: { ...forgedResult, ...charged, _meta: {} } }),
+  },
+  "forged-jsonrpc-merged-no-meta": {
+    description: "the same without _meta: refused",
+    args: ARGS,
+    body: pretty({ jsonrpc: "2.0", id: 1, result: { ...forgedResult, ...charged } }),
+  },
+  "forged-mcp-envelope-fields": {
+    description: "a forged MCP result that holds the real receipt and the envelope's fields: the result check fails",
+    args: ARGS,
+    body: pretty({ ...forgedResult, ...charged, _meta: { [MCP_RECEIPT_META_KEY]: mcpCharged } }),
+  },
+  "rest-two-receipts": {
+    description: "a REST body whose result also holds _meta[io.ask-only/receipt]: ambiguous, refused",
+    args: ARGS,
+    body: pretty({ result: { ...RESULT, _meta: { [MCP_RECEIPT_META_KEY]: charged } }, receipt: charged }),
+  },
+  "refusal-extra-result": {
+    description: "a refusal body with a result added: no shape, refused",
+    body: pretty({ error: "BUDGET_EXHAUSTED", result: forgedResult, receipt: current.sign(fields({ id: "rcpt_0003", ...refusal("refused_budget", 402) })) }),
+  },
+  "jsonrpc-error": { description: "a JSON-RPC error response: no receipt, refused", body: pretty({ jsonrpc: "2.0", id: 1, error: { code: -32601, message: "no" } }) },
+  "mcp-no-receipt": { description: "an MCP result whose _meta holds no receipt: refused", body: pretty({ ...RESULT, _meta: { "example.com/trace": "t-77" } }) },
+  "not-an-object": { description: "a JSON array: refused", body: compact([charged]) },
 };
 
 writeFileSync(VECTOR_JWKS, pretty(jwks));

@@ -1,16 +1,18 @@
-// `ask-only verify-receipt`: checks a saved desk response (REST body, MCP tools/call result or
-// bare envelope) or a JSONL export of envelopes against a JWKS, offline. Exit 0 only when every
-// check that applies passes.
+// `ask-only verify-receipt`: checks a saved desk response (one of the shapes of
+// core/receipt/shapes.ts) or a JSONL export of envelopes against a JWKS, offline. Exit 0 only
+// when every check the file calls for ran and passed. Every piece of file text it prints goes
+// through printable (the recap's escaping).
 import { closeSync, openSync, readFileSync, readSync } from "node:fs";
 import { failure, type Streams, usageError } from "../cli/voice.ts";
 import {
   ChainVerifier,
   describeCheck,
   type OpenedEnvelope,
-  openEnvelopeAsync,
+  openExportLine,
   printable,
   ReceiptKeyError,
   ReceiptKeys,
+  SHAPES_READ,
   verifyResponse,
 } from "../core/receipt/index.ts";
 
@@ -21,6 +23,9 @@ export type VerifyReceiptOptions = {
   jsonl?: string;
   streams: Streams;
 };
+
+/** A path from the command line, escaped like file text but never cut. */
+const shownPath = (path: string) => printable(path, Number.POSITIVE_INFINITY);
 
 const USAGE_HINT = "run 'ask-only verify-receipt --help' for usage";
 const KEYS_HINT = "the desk publishes it at GET /.well-known/receipt-signing-key.json";
@@ -36,10 +41,11 @@ export async function runVerifyReceipt(options: VerifyReceiptOptions): Promise<v
   const keys = loadKeys(options.keys);
   if (options.jsonl !== undefined) return verifyJsonl(options.jsonl, keys, options.streams);
 
-  const body = readJson(options.response!, "a desk response body, an MCP tools/call result or an envelope");
+  const body = readJson(options.response!, SHAPES_READ);
   const args = options.args === undefined ? undefined : readJson(options.args, "the arguments object of the call");
   const checks = verifyResponse(body, keys, args);
   options.streams.out(`${checks.map(describeCheck).join("\n")}\n`);
+  if (checks[0]?.name === "shape") throw failure(`${shownPath(options.response!)} is not a response verify-receipt reads`, `it should hold ${SHAPES_READ}`);
   const failed = checks.filter((c) => !c.ok).length;
   if (failed > 0) throw failure(`the receipt did not verify (${failed} ${failed === 1 ? "check" : "checks"} failed)`);
 }
@@ -54,7 +60,7 @@ function readText(path: string): string {
 
 function unreadable(path: string, err: unknown) {
   const code = (err as NodeJS.ErrnoException).code ?? "unknown error";
-  return failure(`cannot read ${printable(path)}: ${code}`, code === "ENOENT" ? "check the path" : undefined);
+  return failure(`cannot read ${shownPath(path)}: ${code}`, code === "ENOENT" ? "check the path" : undefined);
 }
 
 function readJson(path: string, what: string): unknown {
@@ -62,7 +68,7 @@ function readJson(path: string, what: string): unknown {
   try {
     return JSON.parse(text);
   } catch {
-    throw failure(`${printable(path)} is not JSON`, `it should hold ${what}`);
+    throw failure(`${shownPath(path)} is not JSON`, `it should hold ${what}`);
   }
 }
 
@@ -71,7 +77,7 @@ function loadKeys(path: string): ReceiptKeys {
   try {
     return ReceiptKeys.fromJwks(jwks);
   } catch (err) {
-    if (err instanceof ReceiptKeyError) throw failure(`${printable(path)} is not a receipt key set: ${err.message}`, KEYS_HINT);
+    if (err instanceof ReceiptKeyError) throw failure(`${shownPath(path)} is not a receipt key set: ${printable(err.message)}`, KEYS_HINT);
     throw err;
   }
 }
@@ -148,7 +154,7 @@ async function verifyJsonl(path: string, keys: ReceiptKeys, streams: Streams): P
     } catch {
       parsed = false;
     }
-    inFlight.push({ lineNo, opened: parsed ? openEnvelopeAsync(envelope, keys) : Promise.resolve(null) });
+    inFlight.push({ lineNo, opened: parsed ? openExportLine(envelope, keys) : Promise.resolve(null) });
     if (inFlight.length >= WINDOW) await settle(inFlight.shift()!);
   }
   while (inFlight.length > 0) await settle(inFlight.shift()!);
@@ -160,6 +166,6 @@ async function verifyJsonl(path: string, keys: ReceiptKeys, streams: Streams): P
       `${count - failed} ok, ${failed} failed; ${breaks === 0 ? "chains intact" : `${breaks} chain ${breaks === 1 ? "break" : "breaks"}`}`,
   );
   streams.out(`${out.join("\n")}\n`);
-  if (count === 0) throw failure(`${printable(path)} holds no receipts`);
+  if (count === 0) throw failure(`${shownPath(path)} holds no receipts`);
   if (failed > 0 || breaks > 0) throw failure("the export did not verify");
 }

@@ -1,7 +1,11 @@
 // The reference MCP server from npm (@modelcontextprotocol/server-everything) as a real upstream
 // of the compiled desk: registered through the operator API with its real schemas, then a paid
-// call to everything__echo whose saved response `ask-only verify-receipt` accepts.
+// call to everything__echo whose saved response `ask-only verify-receipt` accepts; every tool's
+// own listed fields and a structured answer reach an MCP agent exactly as the server sent them.
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { Client } from "@modelcontextprotocol/sdk/client/index.js";
+import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
+import { ResultSchema } from "@modelcontextprotocol/sdk/types.js";
 import { writeFileSync } from "node:fs";
 import { join, resolve } from "node:path";
 import { runBinary, testEnv } from "../helpers/binary.ts";
@@ -81,6 +85,56 @@ describe("desk in front of server-everything", () => {
       expect(verified.stdout).toMatch(/^ok {3}signature/m);
       expect(verified.stdout).not.toContain("FAILED");
     } finally {
+      expect(await desk.stop()).toBe(0);
+    }
+  });
+
+  test("each tool's title, outputSchema, annotations and _meta, and a structured answer, pass through the desk's /mcp unchanged", async () => {
+    await using tmp = tempDir();
+    const desk = await startDeskProcess(join(tmp.path, "d"), [], { env: { ASK_ONLY_DESK_ADMIN_TOKEN: TOKEN }, token: TOKEN });
+    const direct = new Client({ name: "e2e-direct", version: "1.0.0" });
+    try {
+      // What the server itself lists and answers, read as sent (the SDK's parsed copy could differ).
+      await direct.connect(new StreamableHTTPClientTransport(new URL(everythingUrl)));
+      const own = ((await direct.request({ method: "tools/list" }, ResultSchema)) as { tools: Record<string, unknown>[] }).tools;
+      const args = { location: "Chicago" };
+      const ownAnswer = await direct.request({ method: "tools/call", params: { name: "get-structured-content", arguments: args } }, ResultSchema);
+      expect(own.some((t) => t.outputSchema !== undefined && t.annotations !== undefined)).toBe(true);
+
+      expect((await desk.admin("POST", "/admin/upstreams", { name: "everything", url: everythingUrl })).status).toBe(201);
+      expect((await desk.admin("PUT", "/admin/tools/everything__get-structured-content", { price_mc: 700, upstream_cost_mc: 100 })).status).toBe(200);
+      const org = (await (await desk.admin("POST", "/admin/orgs", { name: "demo" })).json()) as { org_id: string };
+      const allow = own.map((t) => `everything__${t.name}`);
+      const key = (await (await desk.admin("POST", "/admin/keys", { org_id: org.org_id, budget_mc: 10_000, reset: "none", allow })).json()) as { secret: string };
+      const rpc = (body: unknown) =>
+        fetch(`${desk.url}/mcp`, {
+          method: "POST",
+          headers: { authorization: `Bearer ${key.secret}`, "content-type": "application/json", accept: "application/json, text/event-stream", "mcp-protocol-version": "2025-11-25" },
+          body: JSON.stringify(body),
+        });
+
+      const listed = ((await (await rpc({ jsonrpc: "2.0", id: 1, method: "tools/list" })).json()) as { result: { tools: Record<string, unknown>[] } }).result.tools;
+      const byName = new Map(listed.map((t) => [t.name, t]));
+      for (const t of own) {
+        const seen = byName.get(`everything__${t.name}`)!;
+        for (const field of ["title", "outputSchema", "annotations", "_meta", "inputSchema"]) {
+          expect(`${t.name}.${field}: ${JSON.stringify(seen[field])}`).toBe(`${t.name}.${field}: ${JSON.stringify(t[field])}`);
+        }
+      }
+
+      const wire = await (await rpc({ jsonrpc: "2.0", id: 2, method: "tools/call", params: { name: "everything__get-structured-content", arguments: args } })).text();
+      const { _meta, ...answer } = (JSON.parse(wire) as { result: Record<string, unknown> }).result;
+      expect(answer).toEqual(ownAnswer as Record<string, unknown>);
+      expect(Object.keys(_meta as object)).toEqual(["io.ask-only/receipt"]);
+
+      writeFileSync(join(tmp.path, "rpc.json"), wire);
+      writeFileSync(join(tmp.path, "jwks.json"), await (await fetch(`${desk.url}/.well-known/receipt-signing-key.json`)).text());
+      writeFileSync(join(tmp.path, "args.json"), JSON.stringify(args));
+      const verified = await runBinary(["verify-receipt", join(tmp.path, "rpc.json"), "--keys", join(tmp.path, "jwks.json"), "--args", join(tmp.path, "args.json")]);
+      expect(verified).toMatchObject({ code: 0, stderr: "" });
+      expect(verified.stdout).toContain("ok   result (matches result_sha256)");
+    } finally {
+      await direct.close();
       expect(await desk.stop()).toBe(0);
     }
   });

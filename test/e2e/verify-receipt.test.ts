@@ -13,6 +13,7 @@ import {
   type Receipt,
   type ReceiptFields,
   resultSha256,
+  SHAPES_READ,
 } from "../../src/core/receipt/index.ts";
 import { runBinary } from "../helpers/binary.ts";
 import { tempDir } from "../helpers/tmp.ts";
@@ -55,6 +56,7 @@ function write(dir: string, name: string, text: string): string {
   return path;
 }
 
+const shapeRefused = (path: string) => `ask-only: error: ${path} is not a response verify-receipt reads\nask-only: hint: it should hold ${SHAPES_READ}\n`;
 const failedLine = (n: number) => `ask-only: error: the receipt did not verify (${n} ${n === 1 ? "check" : "checks"} failed)\n`;
 
 describe("verify-receipt on the receipt vectors", () => {
@@ -65,10 +67,11 @@ describe("verify-receipt on the receipt vectors", () => {
       const argv = ["verify-receipt", response, "--keys", VECTOR_JWKS];
       if (v.args !== undefined) argv.push("--args", write(dir.path, "args.json", v.args));
       const failed = v.stdout.filter((line) => line.startsWith("FAILED")).length;
+      const refusedShape = v.stdout[0]!.startsWith("FAILED shape:");
       expect(await runBinary(argv)).toEqual({
         code: v.exit,
         stdout: `${v.stdout.join("\n")}\n`,
-        stderr: v.exit === 0 ? "" : failedLine(failed),
+        stderr: v.exit === 0 ? "" : refusedShape ? shapeRefused(response) : failedLine(failed),
       });
     });
   }
@@ -223,7 +226,7 @@ describe("verify-receipt usage and file errors", () => {
     expect(await runBinary(["verify-receipt", broken, "--keys", keys])).toEqual({
       code: 1,
       stdout: "",
-      stderr: `ask-only: error: ${broken} is not JSON\nask-only: hint: it should hold a desk response body, an MCP tools/call result or an envelope\n`,
+      stderr: `ask-only: error: ${broken} is not JSON\nask-only: hint: it should hold ${SHAPES_READ}\n`,
     });
     const privateSet = write(dir.path, "private.json", jsonText({ keys: [{ ...signer.publicJwk(), d: "secret" }] }));
     expect(await runBinary(["verify-receipt", resp, "--keys", privateSet])).toEqual({

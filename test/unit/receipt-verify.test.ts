@@ -3,7 +3,9 @@
 import { describe, expect, test } from "bun:test";
 import { createPrivateKey, generateKeyPairSync, sign } from "node:crypto";
 import fc from "fast-check";
+import { displayRows } from "../../src/core/recap/sanitize.ts";
 import {
+  bindResult,
   type Check,
   chainLinkAfter,
   describeCheck,
@@ -15,11 +17,13 @@ import {
   loadSigner,
   MCP_RECEIPT_META_KEY,
   paramsSha256,
+  printable,
   type Receipt,
   type ReceiptFields,
   ReceiptInvalidError,
   ReceiptKeyError,
   ReceiptKeys,
+  readShape,
   resultForHashing,
   resultSha256,
   verifyChain,
@@ -295,7 +299,7 @@ describe("verifyResponse on a REST body", () => {
     const b = body();
     b.receipt.kid = "\u001b[31mred\u202e";
     const line = describeCheck(verifyResponse(b, jwks, ARGS)[0]!);
-    expect(line).toBe("FAILED signature: unknown kid \\u001b[31mred\\u202e (not in the key set)");
+    expect(line).toBe("FAILED signature: unknown kid \\u{1b}[31mred\\u{202e} (not in the key set)");
   });
 });
 
@@ -504,5 +508,106 @@ describe("chains", () => {
     expect(verifyChain([a[0], altered, a[2]]).failures).toEqual([
       { index: 2, key_id: "key_a", detail: "prev_sha256 differs from the hash of seq 2" },
     ]);
+  });
+});
+
+describe("the result without our receipt: one definition for the desk and the verifier", () => {
+  const others = fc.dictionary(fc.string({ maxLength: 6 }).filter((k) => k !== MCP_RECEIPT_META_KEY), fc.jsonValue({ maxDepth: 2 }), { maxKeys: 3 });
+  const meta = fc.oneof(
+    fc.constant(undefined),
+    fc.constant({}),
+    others,
+    others.map((o) => ({ ...o, [MCP_RECEIPT_META_KEY]: "theirs" })),
+    fc.constant({ [MCP_RECEIPT_META_KEY]: { forged: true } }),
+  );
+  const upstream = fc
+    .tuple(fc.dictionary(fc.string({ maxLength: 6 }).filter((k) => k !== "_meta"), fc.jsonValue({ maxDepth: 2 }), { maxKeys: 4 }), meta)
+    .map(([rest, m]) => (m === undefined ? rest : { ...rest, _meta: m }) as Record<string, unknown>);
+
+  test("property: for every _meta shape, both transports hash what the agent receives to the hash the desk signed", () => {
+    const env = signer.sign(fields());
+    fc.assert(
+      fc.property(upstream, (r) => {
+        const bound = bindResult(r)!;
+        // What the agent gets: the upstream's result less its own receipt entry, nothing else changed.
+        const { [MCP_RECEIPT_META_KEY]: _theirs, ...kept } = (r._meta ?? {}) as Record<string, unknown>;
+        expect(bound.result).toEqual(r._meta === undefined ? r : { ...r, _meta: kept });
+        const rest = JSON.parse(JSON.stringify({ result: bound.result, receipt: env })) as { result: unknown };
+        const mcp = JSON.parse(JSON.stringify(withReceipt(bound.result, env))) as unknown;
+        expect(resultSha256(rest.result)).toBe(bound.sha256);
+        expect(resultSha256(mcp)).toBe(bound.sha256);
+      }),
+      { numRuns: 500 },
+    );
+  });
+
+  test("a _meta that is not an object cannot be bound: the desk does not charge for it", () => {
+    for (const m of [null, 5, "x", [], [{ [MCP_RECEIPT_META_KEY]: 1 }]]) expect(bindResult({ content: [], _meta: m })).toBeNull();
+  });
+
+  test("an empty _meta hashes as none, and the verifier takes it so on both transports", () => {
+    expect(resultSha256({ ...RESULT, _meta: {} })).toBe(resultSha256(RESULT));
+    const env = signer.sign(fields({ result_sha256: bindResult({ ...RESULT, _meta: {} })!.sha256 }));
+    expect(verdicts(verifyResponse({ result: { ...RESULT, _meta: {} }, receipt: env }, jwks, ARGS))).toEqual(ALL_OK);
+    expect(verdicts(verifyResponse(withReceipt({ ...RESULT, _meta: {} }, env), jwks, ARGS))).toEqual(ALL_OK);
+  });
+});
+
+describe("the shapes a verifier reads", () => {
+  const KEYS = ["result", "receipt", "error", "payload", "signature", "kid", "jsonrpc", "id", "_meta", "content", "isError"] as const;
+  const env = signer.sign(fields());
+  const value = fc.oneof(fc.constant(env), fc.constant(RESULT), fc.constant("2.0"), fc.constant({ [MCP_RECEIPT_META_KEY]: env }), fc.jsonValue({ maxDepth: 1 }));
+  const body = fc.dictionary(fc.constantFrom(...KEYS), value, { maxKeys: 6 });
+  const EXACT: Record<string, string[]> = {
+    rest: ["receipt", "result"],
+    refusal: ["error", "receipt"],
+    envelope: ["kid", "payload", "receipt", "signature"],
+    jsonrpc: ["id", "jsonrpc", "result"],
+  };
+
+  test("property: an exact shape has exactly its keys, an MCP result has our _meta entry, and only a bare envelope skips the result", () => {
+    fc.assert(
+      fc.property(body, (b) => {
+        const read = readShape(b);
+        const checks = verifyResponse(b, jwks, ARGS);
+        if (!("shape" in read)) {
+          expect(checks.map((c) => c.name)).toEqual(["shape"]);
+          expect(checks[0]!.ok).toBe(false);
+          return;
+        }
+        const { kind } = read.shape;
+        if (kind === "mcp") expect(Object.hasOwn(b._meta as object, MCP_RECEIPT_META_KEY)).toBe(true);
+        else expect(Object.keys(b).sort()).toEqual(EXACT[kind]!);
+        const result = checks.find((c) => c.name === "result");
+        if (result?.skipped) expect(kind).toBe("envelope");
+      }),
+      { numRuns: 2000 },
+    );
+  });
+
+  test("a file is one shape at most: the exact shapes hold no _meta, an MCP result must", () => {
+    const mcpLike = { ...RESULT, _meta: { [MCP_RECEIPT_META_KEY]: env } };
+    expect(readShape({ ...env, _meta: mcpLike._meta })).toMatchObject({ shape: { kind: "mcp" } });
+    expect(readShape({ ...env, result: RESULT })).toEqual({ refused: "not a response verify-receipt reads (top-level keys: kid, payload, receipt, result, signature)" });
+    expect(readShape({ jsonrpc: "2.0", id: 1, result: mcpLike })).toMatchObject({ shape: { kind: "jsonrpc" } });
+    expect(readShape({ jsonrpc: "2.0", id: null, result: mcpLike })).toEqual({ refused: "the JSON-RPC response's id is not a string or a number" });
+    expect(readShape({ jsonrpc: "1.0", id: 1, result: mcpLike })).toEqual({ refused: 'a JSON-RPC message whose jsonrpc is not "2.0"' });
+    expect(readShape({ ...RESULT, content: "x", _meta: mcpLike._meta })).toEqual({ refused: "the MCP result's content is not an array" });
+    expect(readShape({ ...RESULT, isError: "no", _meta: mcpLike._meta })).toEqual({ refused: "the MCP result's isError is not a boolean" });
+    expect(readShape({ ...RESULT, _meta: [env] })).toEqual({ refused: "the MCP result's _meta is not an object" });
+    expect(readShape("x")).toEqual({ refused: "expected a JSON object, found a string" });
+  });
+});
+
+describe("printable", () => {
+  test("property: it is the recap's escaping, cut after 80 columns (its plain-ASCII shortcut included)", () => {
+    fc.assert(
+      fc.property(fc.oneof(fc.string({ unit: "binary-ascii", maxLength: 100 }), fc.string({ unit: "binary", maxLength: 100 })), (text) => {
+        const rows = displayRows(text, 80, Number.POSITIVE_INFINITY);
+        expect(printable(text)).toBe(rows.length > 1 ? `${rows[0]}...` : (rows[0] ?? ""));
+      }),
+      { numRuns: 5000 },
+    );
+    expect(printable("\u001b[2J ok\u202e")).toBe("\\u{1b}[2J ok\\u{202e}");
   });
 });

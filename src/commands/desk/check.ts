@@ -1,7 +1,8 @@
 // `desk check`: the ledger's money invariants, then every receipt: its signature under a key the
 // desk published, its readable copy, its row against what was signed, and each key's chain.
+// Text read from the ledger is printed through printable, as verify-receipt prints file text.
 import type { DeskLedger, ReceiptRow } from "../../core/ledger/desk.ts";
-import { ChainVerifier, openEnvelope, type Receipt, ReceiptKeys, type ReceiptJwk } from "../../core/receipt/index.ts";
+import { ChainVerifier, openEnvelope, printable, type Receipt, ReceiptKeys, type ReceiptJwk } from "../../core/receipt/index.ts";
 
 export type CheckReport = { ok: string[]; problems: string[] };
 
@@ -18,11 +19,11 @@ export function checkLedger(ledger: DeskLedger): CheckReport {
     for (const row of rows) {
       count++;
       const opened = openEnvelope(JSON.parse(row.envelope), keys);
-      for (const c of opened.checks) if (!c.ok) problems.push(`receipt ${row.id} (key ${keyId} seq ${row.seq}): ${c.name} ${c.detail ?? ""}`.trim());
+      for (const c of opened.checks) if (!c.ok) problems.push(`receipt ${printable(row.id)} (key ${printable(keyId)} seq ${row.seq}): ${c.name} ${c.detail ?? ""}`.trim());
       const s = opened.signed;
       // Every column is read as if it were the receipt (org_id decides which keys may fetch it,
       // sha256 is what the next receipt chains to): each must be what was signed.
-      if (s !== null && !rowMatches(row, s, opened.payloadSha256)) problems.push(`receipt ${row.id}: the ledger row differs from the signed receipt`);
+      if (s !== null && !rowMatches(row, s, opened.payloadSha256)) problems.push(`receipt ${printable(row.id)}: the ledger row differs from the signed receipt`);
       chain.add(count, s, opened.payloadSha256);
     }
   }

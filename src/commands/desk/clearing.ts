@@ -7,7 +7,7 @@ import { hourOf, periodOf } from "../../core/desk/period.ts";
 import { lookupOf, sha256 } from "../../core/desk/secrets.ts";
 import { type CallContext, FAILURES_PER_HOUR, type KeyRow, type SettleOutcome, spentIn } from "../../core/ledger/desk.ts";
 import type { ErrorCode } from "../../core/errors.ts";
-import { CanonicalJsonError, type Envelope, paramsSha256, resultSha256 } from "../../core/receipt/index.ts";
+import { bindResult, CanonicalJsonError, type Envelope, paramsSha256 } from "../../core/receipt/index.ts";
 import type { Desk, ToolEntry } from "./desk.ts";
 import type { CallOutcome } from "./upstream.ts";
 
@@ -60,7 +60,7 @@ export async function clear(desk: Desk, keySecret: string | null, toolName: stri
   const reserved = await reserve(desk, ctx);
   if ("done" in reserved) return reserved.done;
   const answer = await desk.client(tool.next.row.upstream)!.call(tool.next.row.upstream_tool, args as Record<string, unknown>);
-  const settled = await settle(desk, ctx, reserved.next, answer);
+  const settled = await settle(desk, ctx, reserved.next, keepsOutputSchema(tool.next, answer));
   if (agentGone?.aborted && settled.status === 200 && settled.result !== undefined && settled.receipt !== undefined) {
     await holdResult(desk, ctx.key.id, settled.result, settled.receipt);
   }
@@ -73,6 +73,18 @@ async function holdResult(desk: Desk, keyId: string, result: Record<string, unkn
   const held = { receiptId: receipt.receipt.id, keyId, result: JSON.stringify(result), heldUntil: now + HELD_RESULT_MS, now, perKey: HELD_RESULTS_PER_KEY };
   await desk.ledger.batched(() => desk.ledger.holdResult(held));
   desk.log(`receipt ${held.receiptId}: the agent disconnected before its answer; the result is held for ${HELD_RESULT_MS / 60_000} min`);
+}
+
+/**
+ * A successful answer of a tool that lists an outputSchema must carry structuredContent that
+ * matches it (MCP asks servers to; agents' clients check it and reject the answer otherwise):
+ * one that does not is the upstream's fault, refunded as an upstream error, never charged.
+ */
+function keepsOutputSchema(tool: ToolEntry, answer: CallOutcome): CallOutcome {
+  if (answer.kind !== "ok" || tool.checkOutput === null) return answer;
+  const structured = answer.result.structuredContent;
+  const fits = typeof structured === "object" && structured !== null && !Array.isArray(structured) && tool.checkOutput(structured).length === 0;
+  return fits ? answer : { kind: "upstream_error" };
 }
 
 /** Step 1: unknown, revoked or expired key → 401. */
@@ -171,7 +183,13 @@ async function settle(desk: Desk, ctx: CallContext, reservationId: number, answe
   let resultHash: string | null = null;
   if (answer.kind === "ok") {
     try {
-      resultHash = resultSha256(answer.result);
+      // What the agent gets and what its receipt binds come from one function (SPEC 9.3).
+      const bound = bindResult(answer.result);
+      if (bound === null) answer = { kind: "upstream_error" };
+      else {
+        answer = { kind: "ok", result: bound.result };
+        resultHash = bound.sha256;
+      }
     } catch (err) {
       // A result with no canonical form cannot be bound to a receipt: the agent does not pay.
       if (!(err instanceof CanonicalJsonError)) throw err;

@@ -32,7 +32,20 @@ export type DeskOptions = {
   allowUpstreamHosts?: readonly string[];
 };
 
-export type ToolEntry = { row: ToolRow; check: ArgsCheck; schema: Record<string, unknown> };
+export type ToolEntry = {
+  row: ToolRow;
+  check: ArgsCheck;
+  schema: Record<string, unknown>;
+  /** The upstream's listed fields agents see unchanged (LISTED_FIELDS of upstream.ts), parsed once. */
+  listing: Record<string, unknown>;
+  /** The listed outputSchema compiled, or null when the tool declares none. */
+  checkOutput: ArgsCheck | null;
+};
+
+/** A tool's listed outputSchema compiled (as input schemas are), or null when it lists none. */
+function compileOutputSchema(listing: Record<string, unknown>): ArgsCheck | null {
+  return Object.hasOwn(listing, "outputSchema") ? compileArgsSchema(listing.outputSchema) : null;
+}
 
 export class DeskError extends Error {
   override name = "DeskError";
@@ -103,18 +116,21 @@ export class Desk {
     for (const row of this.ledger.listTools()) {
       if (row.active !== 1) continue;
       const previous = this.tools.get(row.name);
-      if (previous && previous.row.input_schema === row.input_schema) {
-        next.set(row.name, { ...previous, row });
-        continue;
-      }
-      const schema = JSON.parse(row.input_schema) as Record<string, unknown>;
       try {
-        next.set(row.name, { row, schema, check: compileArgsSchema(schema) });
+        const sameListing = previous?.row.listing === row.listing;
+        const listing = sameListing ? previous!.listing : (JSON.parse(row.listing) as Record<string, unknown>);
+        const checkOutput = sameListing ? previous!.checkOutput : compileOutputSchema(listing);
+        if (previous && previous.row.input_schema === row.input_schema) {
+          next.set(row.name, { ...previous, row, listing, checkOutput });
+          continue;
+        }
+        const schema = JSON.parse(row.input_schema) as Record<string, unknown>;
+        next.set(row.name, { row, schema, check: compileArgsSchema(schema), listing, checkOutput });
       } catch (err) {
         // Stored before this desk refused such schemas: the tool is not served (unknown to
         // agents) rather than checked by a rule that could stall the desk.
         if (!(err instanceof SchemaRefused)) throw err;
-        this.log(`tool ${row.name}: not served: its input schema is refused (${err.message}); refresh its upstream once it changes`);
+        this.log(`tool ${row.name}: not served: its schema is refused (${err.message}); refresh its upstream once it changes`);
       }
     }
     this.tools = next;
@@ -189,7 +205,17 @@ export class Desk {
         this.log(`upstream ${client.name}: tool ${t.name}: input schema refused: ${err.message}`);
         throw new DeskError("UPSTREAM_SCHEMA_REFUSED", { tool: t.name, reason: err.reason });
       }
-      return [{ name: `${client.name}__${t.name}`, upstreamTool: t.name, description: t.description, inputSchema: JSON.stringify(t.inputSchema) }];
+      // Agents are shown the output schema and check answers against it: it must compile too.
+      try {
+        compileOutputSchema(t.listing);
+      } catch (err) {
+        if (!(err instanceof SchemaRefused)) throw err;
+        this.log(`upstream ${client.name}: tool ${t.name}: output schema refused: ${err.message}`);
+        throw new DeskError("UPSTREAM_SCHEMA_REFUSED", { tool: t.name, reason: err.reason });
+      }
+      return [
+        { name: `${client.name}__${t.name}`, upstreamTool: t.name, description: t.description, inputSchema: JSON.stringify(t.inputSchema), listing: JSON.stringify(t.listing) },
+      ];
     });
     return { rows };
   }

@@ -147,6 +147,9 @@ function agentTools(desk: Desk, req: Request): Response {
     description: tool.row.description,
     price_mc: priceMc,
     input_schema: tool.schema,
+    // What the upstream declared of the answer and the tool's behaviour (null when it did not).
+    output_schema: tool.listing.outputSchema ?? null,
+    annotations: tool.listing.annotations ?? null,
   }));
   return Response.json({ tools });
 }

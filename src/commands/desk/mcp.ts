@@ -4,7 +4,8 @@
 // clearing path as REST, and its receipt rides in `_meta["io.ask-only/receipt"]`.
 import { Server } from "@modelcontextprotocol/sdk/server/index.js";
 import { WebStandardStreamableHTTPServerTransport } from "@modelcontextprotocol/sdk/server/webStandardStreamableHttp.js";
-import { CallToolRequestSchema, ListToolsRequestSchema, RequestSchema } from "@modelcontextprotocol/sdk/types.js";
+import { Protocol } from "@modelcontextprotocol/sdk/shared/protocol.js";
+import { CallToolRequestSchema, ErrorCode as RpcErrorCode, ListToolsRequestSchema, McpError, RequestSchema } from "@modelcontextprotocol/sdk/types.js";
 import { bearerOf } from "../../core/desk/secrets.ts";
 import { type ErrorCode, errorBody, errorResponse } from "../../core/errors.ts";
 import { withReceipt } from "../../core/receipt/index.ts";
@@ -15,9 +16,8 @@ export const MCP_PATH = "/mcp";
 const WWW_AUTHENTICATE_REALM = 'Bearer realm="ask-only desk"';
 const SERVER_INFO = { name: "ask-only-desk", version: "1" };
 /**
- * tools/call registered with a loose schema: the SDK's Server then checks the strict one itself
- * and answers a malformed call with -32602 (invalid params), where the strict schema given here
- * would fail first and be answered -32603, a server fault, for a client's mistake.
+ * tools/call registered with a loose schema and checked against the strict one in the handler,
+ * so a malformed call is answered -32602 (invalid params), not -32603 (a server fault).
  */
 const LOOSE_CALL_TOOL = RequestSchema.extend({ method: CallToolRequestSchema.shape.method });
 
@@ -79,12 +79,19 @@ function buildServer(desk: Desk, options: McpOptions): Server {
     if (key === null) return { tools: [] };
     const tools = allowedTools(desk, key).map(({ tool, priceMc }) => {
       const text = tool.row.description.trim();
-      return { name: tool.row.name, description: `${text === "" ? "" : `${text} `}${priceSentence(priceMc)}`, inputSchema: tool.schema as { type: "object" } };
+      // The upstream's own fields (title, outputSchema, annotations, _meta) as it listed them.
+      return { ...tool.listing, name: tool.row.name, description: `${text === "" ? "" : `${text} `}${priceSentence(priceMc)}`, inputSchema: tool.schema as { type: "object" } };
     });
     return { tools };
   });
-  server.setRequestHandler(LOOSE_CALL_TOOL, async (loose, extra) => {
-    const request = CallToolRequestSchema.parse(loose);
+  // Registered past the Server's own tools/call wrapper, which re-parses every result with the
+  // SDK's schema and so drops the fields it does not know (in content blocks and annotations):
+  // the result goes out exactly as the upstream sent it (already checked against that schema by
+  // the upstream client) with only our receipt added, which is what result_sha256 binds.
+  Protocol.prototype.setRequestHandler.call(server, LOOSE_CALL_TOOL, async (loose, extra) => {
+    const parsed = CallToolRequestSchema.safeParse(loose);
+    if (!parsed.success) throw new McpError(RpcErrorCode.InvalidParams, "Invalid tools/call request");
+    const request = parsed.data;
     const secret = secretOf(extra);
     // SPEC §9: absent arguments are the empty object, for the schema check and params_sha256.
     const args = request.params.arguments ?? {};

@@ -4,10 +4,24 @@
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StreamableHTTPClientTransport, StreamableHTTPError } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
 import type { FetchLike } from "@modelcontextprotocol/sdk/shared/transport.js";
-import { CallToolResultSchema, ErrorCode, McpError } from "@modelcontextprotocol/sdk/types.js";
+import { CallToolResultSchema, ErrorCode, ListToolsResultSchema, McpError, ResultSchema } from "@modelcontextprotocol/sdk/types.js";
 import { readAtMost } from "../../core/body.ts";
 
-export type UpstreamTool = { name: string; description: string; inputSchema: Record<string, unknown> };
+export type UpstreamTool = {
+  name: string;
+  description: string;
+  inputSchema: Record<string, unknown>;
+  /** The tool's other fields the desk shows agents as the upstream listed them (LISTED_FIELDS). */
+  listing: Record<string, unknown>;
+};
+
+/**
+ * Fields of an upstream's tool listing that reach agents unchanged (name and description are
+ * the desk's own, inputSchema is kept apart). `execution` (task support) and `icons` (images
+ * fetched from wherever the upstream points) are left out: the desk runs no tasks and vouches
+ * for no third-party URL.
+ */
+export const LISTED_FIELDS = ["title", "outputSchema", "annotations", "_meta"] as const;
 
 export type CallOutcome =
   | { kind: "ok"; result: Record<string, unknown> }
@@ -181,9 +195,14 @@ export class UpstreamClient {
       const tools: UpstreamTool[] = [];
       let cursor: string | undefined;
       for (let page = 0; page < MAX_TOOL_PAGES; page++) {
-        const answer = await client.listTools(cursor === undefined ? {} : { cursor }, { timeout: this.timeoutMs });
+        const page = await client.request({ method: "tools/list", params: cursor === undefined ? {} : { cursor } }, ResultSchema, { timeout: this.timeoutMs });
+        // Checked against the SDK's schema, but read as sent: the SDK's parsed copy drops the
+        // fields it does not know (in annotations, say), which agents must see unchanged.
+        if (!ListToolsResultSchema.safeParse(page).success) throw new Error("tools/list answered something that is not a tool list");
+        const answer = page as { tools: Record<string, unknown>[]; nextCursor?: string };
         for (const t of answer.tools) {
-          tools.push({ name: t.name, description: t.description ?? "", inputSchema: t.inputSchema as Record<string, unknown> });
+          const listing = Object.fromEntries(LISTED_FIELDS.filter((f) => Object.hasOwn(t, f)).map((f) => [f, t[f]]));
+          tools.push({ name: t.name as string, description: (t.description as string | undefined) ?? "", inputSchema: t.inputSchema as Record<string, unknown>, listing });
         }
         cursor = answer.nextCursor;
         if (cursor === undefined) return tools;
@@ -204,9 +223,12 @@ export class UpstreamClient {
       const session = this.connect(left);
       try {
         const client = await session;
-        const result = (await client.request({ method: "tools/call", params: { name: tool, arguments: args } }, CallToolResultSchema, {
+        const result = (await client.request({ method: "tools/call", params: { name: tool, arguments: args } }, ResultSchema, {
           timeout: Math.max(1, deadline - Date.now()),
         })) as Record<string, unknown>;
+        // Checked against the SDK's schema but kept as sent, so the agent gets (and the receipt
+        // binds) the upstream's answer with every field, not the SDK's parsed copy.
+        if (!CallToolResultSchema.safeParse(result).success) return { kind: "upstream_error" };
         if (result.isError !== true) return { kind: "ok", result };
         return { kind: blamesInput(result) ? "args_refused" : "tool_failed" };
       } catch (err) {

@@ -170,9 +170,17 @@ CREATE INDEX held_results_key ON held_results(key_id, held_until);
 CREATE INDEX held_results_until ON held_results(held_until);
 `;
 
+// The fields of an upstream's tool listing that agents see unchanged (title, outputSchema,
+// annotations, _meta), as one JSON object: a protocol revision that adds such a field needs no
+// new column. Tools registered before this migration show them after a refresh.
+const V5 = `
+ALTER TABLE tools ADD COLUMN listing TEXT NOT NULL DEFAULT '{}';
+`;
+
 export const DESK_MIGRATIONS: readonly Migration[] = [
   { name: "desk ledger", sql: V1 },
   { name: "desk sandbox", sql: V2 },
   { name: "desk sandbox daily cap", sql: V3 },
   { name: "desk held results", sql: V4 },
+  { name: "desk tool listing fields", sql: V5 },
 ];

@@ -5,6 +5,7 @@
 import type { Database } from "bun:sqlite";
 import { hourOf, periodOf } from "../desk/period.ts";
 import { constantTimeEqual, newId } from "../desk/secrets.ts";
+import { printable } from "../receipt/printable.ts";
 import { openLedger } from "./database.ts";
 import { DESK_MIGRATIONS } from "./desk-migrations.ts";
 
@@ -42,7 +43,12 @@ export type ToolRow = {
   price_mc: number;
   upstream_cost_mc: number;
   active: number;
+  /** JSON object: the upstream's listed fields agents see unchanged (title, outputSchema, annotations, _meta). */
+  listing: string;
 };
+
+/** One tool of an upstream's listing, as registration and refresh store it. */
+export type ToolListing = { name: string; upstreamTool: string; description: string; inputSchema: string; listing: string };
 
 export type KeyRow = {
   id: string;
@@ -414,7 +420,7 @@ export class DeskLedger {
   /** Stores a new upstream with its tools in one transaction; EXISTS when the name is taken. */
   addUpstream(
     upstream: { name: string; url: string; sealedHeaders: string | null; headerNames: string[]; now: number },
-    tools: { name: string; upstreamTool: string; description: string; inputSchema: string }[],
+    tools: ToolListing[],
   ): void {
     this.db
       .transaction(() => {
@@ -432,7 +438,7 @@ export class DeskLedger {
   }
 
   /** Replaces an upstream's tool list: new tools appear, gone ones go inactive, prices stay. */
-  refreshTools(name: string, tools: { name: string; upstreamTool: string; description: string; inputSchema: string }[], now: number): void {
+  refreshTools(name: string, tools: ToolListing[], now: number): void {
     this.db
       .transaction(() => {
         if (this.db.query("UPDATE upstreams SET refreshed_at = ? WHERE name = ?").run(now, name).changes !== 1) {
@@ -443,14 +449,14 @@ export class DeskLedger {
       .immediate();
   }
 
-  private writeTools(upstream: string, tools: { name: string; upstreamTool: string; description: string; inputSchema: string }[]): void {
+  private writeTools(upstream: string, tools: ToolListing[]): void {
     this.db.query("UPDATE tools SET active = 0 WHERE upstream = ?").run(upstream);
     const upsert = this.db.query(
-      `INSERT INTO tools (name, upstream, upstream_tool, description, input_schema, active) VALUES (?, ?, ?, ?, ?, 1)
+      `INSERT INTO tools (name, upstream, upstream_tool, description, input_schema, listing, active) VALUES (?, ?, ?, ?, ?, ?, 1)
        ON CONFLICT (name) DO UPDATE SET upstream_tool = excluded.upstream_tool, description = excluded.description,
-         input_schema = excluded.input_schema, active = 1 WHERE tools.upstream = excluded.upstream`,
+         input_schema = excluded.input_schema, listing = excluded.listing, active = 1 WHERE tools.upstream = excluded.upstream`,
     );
-    for (const t of tools) upsert.run(t.name, upstream, t.upstreamTool, t.description, t.inputSchema);
+    for (const t of tools) upsert.run(t.name, upstream, t.upstreamTool, t.description, t.inputSchema, t.listing);
   }
 
   listTools(): ToolRow[] {
@@ -857,14 +863,14 @@ export class DeskLedger {
       .all() as { key_id: string; period: string; spent_mc: number; charged: number; open: number }[];
     for (const r of rows) {
       if (r.spent_mc !== r.charged + r.open) {
-        problems.push(`key ${r.key_id} period ${r.period}: spent ${r.spent_mc} mc, but charges ${r.charged} + open reservations ${r.open}`);
+        problems.push(`key ${printable(r.key_id)} period ${printable(r.period)}: spent ${r.spent_mc} mc, but charges ${r.charged} + open reservations ${r.open}`);
       }
     }
     const keys = this.db
       .query("SELECT k.id, k.spent_mc, k.budget_mc, coalesce(s.spent_mc, 0) AS period_spent FROM keys k LEFT JOIN spend s ON s.key_id = k.id AND s.period = k.period")
       .all() as { id: string; spent_mc: number; budget_mc: number; period_spent: number }[];
     for (const k of keys) {
-      if (k.spent_mc !== k.period_spent) problems.push(`key ${k.id}: spent ${k.spent_mc} mc on the key, ${k.period_spent} mc in its period`);
+      if (k.spent_mc !== k.period_spent) problems.push(`key ${printable(k.id)}: spent ${k.spent_mc} mc on the key, ${k.period_spent} mc in its period`);
     }
     const orphans = this.db
       .query(

@@ -3,28 +3,27 @@
 // a payload reads as a receipt, and every verdict but the Ed25519 and SHA-256 calls themselves.
 // No runtime imports beyond pure modules, so the console bundles the very same rules.
 import { CanonicalJsonError, canonicalJson } from "./canonical.ts";
-import { MCP_RECEIPT_META_KEY, resultForHashing } from "./result-rule.ts";
+import { printable } from "./printable.ts";
+import { resultForHashing } from "./result-rule.ts";
+import { readShape, type Shape } from "./shapes.ts";
 import { canonicalReceipt, RECEIPT_FIELDS, type Receipt, receiptProblem } from "./types.ts";
 
-export type CheckName = "envelope" | "signature" | "readable_copy" | "result" | "params";
+export { printable } from "./printable.ts";
+export { readShape, type Shape, SHAPES_READ } from "./shapes.ts";
+
+export type CheckName = "shape" | "envelope" | "signature" | "readable_copy" | "result" | "params";
 
 /**
- * One verification step. `skipped` checks (nothing to check, e.g. no arguments given) carry
- * ok: true so that `checks.every((c) => c.ok)` is the verdict.
+ * One verification step. A `skipped` check is one the input does not call for (no arguments
+ * given; no result in a bare envelope) and carries ok: true, so `checks.every((c) => c.ok)` is
+ * the verdict; it is made only by notCalledFor. A check the input calls for but that cannot run
+ * is a failure (see unreadable).
  */
 export type Check = { name: CheckName; ok: boolean; detail?: string; skipped?: boolean };
 
-export const isRecord = (v: unknown): v is Record<string, unknown> => typeof v === "object" && v !== null && !Array.isArray(v);
+const notCalledFor = (name: CheckName, detail: string): Check => ({ name, ok: true, skipped: true, detail });
 
-/**
- * Text from the file (a kid, a field name, a key id) made safe to show on a terminal: anything
- * outside printable ASCII is escaped, so a crafted receipt cannot send control sequences or
- * reorder the line with bidi marks; long values are cut.
- */
-export function printable(text: string): string {
-  const cut = text.length > 80 ? `${text.slice(0, 80)}...` : text;
-  return /^[\x20-\x7e]*$/.test(cut) ? cut : cut.replace(/[^\x20-\x7e]/g, (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, "0")}`);
-}
+export const isRecord = (v: unknown): v is Record<string, unknown> => typeof v === "object" && v !== null && !Array.isArray(v);
 
 /**
  * The JWK rules of a verifier's key set, but the kid's thumbprint (hashed by each side): null
@@ -41,29 +40,10 @@ export function jwkProblem(k: unknown, decode: (x: string) => Uint8Array | null)
   return null;
 }
 
-export type Located =
-  | { kind: "envelope"; envelope: unknown }
-  | { kind: "rest"; envelope: unknown; result: unknown }
-  | { kind: "refusal"; envelope: unknown }
-  | { kind: "mcp"; envelope: unknown; result: unknown };
-
-export const NO_RECEIPT = `no receipt in the response (looked for receipt, _meta["${MCP_RECEIPT_META_KEY}"] and a bare envelope)`;
-
-/**
- * Where the envelope sits in a saved response: a desk REST body `{result, receipt}`, a refusal
- * `{error, receipt}`, an MCP tools/call result (alone, or as the `result` of the JSON-RPC
- * response that carried it), or a bare envelope. Null when it holds none.
- */
-export function locate(body: unknown): Located | null {
-  if (!isRecord(body)) return null;
-  if (body.jsonrpc === "2.0" && isRecord(body.result) && isRecord(body.result._meta)) return locate(body.result);
-  if (typeof body.payload === "string" && typeof body.signature === "string") return { kind: "envelope", envelope: body };
-  const meta = body._meta;
-  if (isRecord(meta) && Object.hasOwn(meta, MCP_RECEIPT_META_KEY)) return { kind: "mcp", envelope: meta[MCP_RECEIPT_META_KEY], result: body };
-  if (Object.hasOwn(body, "receipt")) {
-    return Object.hasOwn(body, "result") ? { kind: "rest", envelope: body.receipt, result: body.result } : { kind: "refusal", envelope: body.receipt };
-  }
-  return null;
+/** The shape of a saved response (shapes.ts), or the failed `shape` check that refuses it. */
+export function shapeOf(body: unknown): { shape: Shape } | { failed: Check } {
+  const read = readShape(body);
+  return "shape" in read ? read : { failed: { name: "shape", ok: false, detail: read.refused } };
 }
 
 /** An envelope's three strings, or the `envelope` check that fails it. */
@@ -93,7 +73,7 @@ export function readSigned(bytes: Uint8Array): { signed: Receipt } | { problem: 
     return { problem: "the signed payload is not JSON" };
   }
   const shape = receiptProblem(parsed);
-  if (shape !== null) return { problem: `the signed payload is not a v1 receipt (${shape})` };
+  if (shape !== null) return { problem: `the signed payload is not a v1 receipt (${printable(shape)})` };
   // One byte form per receipt: blocks duplicate keys or re-spelled numbers that two JSON
   // readers could take differently while the signature still holds.
   if (canonicalReceipt(parsed as Receipt) !== text) return { problem: "the signed payload is not canonical JSON" };
@@ -106,7 +86,7 @@ export function signatureCheck(kid: string, keyKnown: boolean, valid: boolean, r
   if (!valid) return { name: "signature", ok: false, detail: `does not verify under kid ${printable(kid)}` };
   if ("problem" in read) return { name: "signature", ok: false, detail: read.problem };
   if (read.signed.kid !== kid) return { name: "signature", ok: false, detail: "the signed kid differs from the envelope kid" };
-  return { name: "signature", ok: true, detail: `kid ${kid}` };
+  return { name: "signature", ok: true, detail: `kid ${printable(kid)}` };
 }
 
 // Every receipt field is a string, a number or null, so === per field is canonical equality.
@@ -134,7 +114,8 @@ function toHash(name: "result" | "params", value: unknown, expected: string): Ch
   } catch (err) {
     if (!(err instanceof CanonicalJsonError)) throw err;
     const what = name === "result" ? "the result has" : "the arguments have";
-    return { name, ok: false, detail: `${what} no canonical JSON form (${err.problem} at ${err.path})` };
+    // The pointer, not the raw path: it never echoes a key that is itself the problem.
+    return { name, ok: false, detail: `${what} no canonical JSON form (${err.problem} at ${printable(err.pointer === "" ? "/" : err.pointer)})` };
   }
 }
 
@@ -145,10 +126,14 @@ export function hashCheck(step: ToHash, hash: string): Check {
 }
 
 /** The result check, or the hash it still needs (compared with the SIGNED result_sha256). */
-export function resultCheck(found: Located, signed: Receipt): Check | ToHash {
+export function resultCheck(shape: Shape, signed: Receipt): Check | ToHash {
   const expected = signed.result_sha256;
-  if (found.kind === "envelope") return { name: "result", ok: true, skipped: true, detail: "a bare envelope carries no result" };
-  if (found.kind === "refusal") {
+  if (shape.kind === "envelope") {
+    return expected === null
+      ? { name: "result", ok: true, detail: `none bound: ${signed.outcome}` }
+      : notCalledFor("result", "a bare envelope carries no result: the answer is not checked");
+  }
+  if (shape.kind === "refusal") {
     return expected === null
       ? { name: "result", ok: true, detail: `none returned, none paid for: ${signed.outcome}` }
       : { name: "result", ok: false, detail: "result_sha256 is set but the response holds no result" };
@@ -156,17 +141,17 @@ export function resultCheck(found: Located, signed: Receipt): Check | ToHash {
   if (expected === null) {
     // An MCP refusal is itself a tool result (isError: true); a REST body with a result, or an
     // MCP answer that is not an error, under a receipt that binds no result is not a paid answer.
-    if (found.kind === "mcp" && isRecord(found.result) && found.result.isError === true) {
+    if (shape.kind !== "rest" && shape.result.isError === true) {
       return { name: "result", ok: true, detail: `an error result, none paid for: ${signed.outcome}` };
     }
     return { name: "result", ok: false, detail: "the response holds a result but result_sha256 is null" };
   }
-  return toHash("result", resultForHashing(found.result), expected);
+  return toHash("result", resultForHashing(shape.result), expected);
 }
 
 /** The params check (skipped when no arguments are given), or the hash it still needs. */
 export function paramsCheck(args: unknown, signed: Receipt): Check | ToHash {
-  if (args === undefined) return { name: "params", ok: true, skipped: true, detail: "no arguments given" };
+  if (args === undefined) return notCalledFor("params", "no arguments given");
   return toHash("params", args, signed.params_sha256);
 }
 

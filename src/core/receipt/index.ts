@@ -1,7 +1,7 @@
 // Desk receipts: canonical JSON, hashing, signing and offline verification.
 export { CanonicalJsonError, type CanonicalJsonProblem, canonicalJson, MAX_DEPTH } from "./canonical.ts";
 export { hashJson, sha256Hex } from "./hash.ts";
-export { MCP_RECEIPT_META_KEY, paramsSha256, resultForHashing, resultSha256, withReceipt } from "./result.ts";
+export { bindResult, MCP_RECEIPT_META_KEY, paramsSha256, resultForHashing, resultSha256, withoutUpstreamReceipt, withReceipt } from "./result.ts";
 export {
   chainLinkAfter,
   generateSigningKey,
@@ -34,8 +34,12 @@ export {
   type OpenedEnvelope,
   openEnvelope,
   openEnvelopeAsync,
+  openExportLine,
   printable,
   ReceiptKeys,
+  readShape,
+  type Shape,
+  SHAPES_READ,
   verifyChain,
   verifyEnvelope,
   verifyResponse,

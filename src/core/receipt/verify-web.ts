@@ -9,12 +9,11 @@ import {
   hashCheck,
   isRecord,
   jwkProblem,
-  locate,
-  NO_RECEIPT,
   paramsCheck,
   readableCheck,
   readSigned,
   resultCheck,
+  shapeOf,
   signatureCheck,
   type ToHash,
   unreadable,
@@ -68,13 +67,15 @@ async function hashed(step: Check | ToHash): Promise<Check> {
 }
 
 /**
- * verifyResponse for a browser: signature, readable_copy, result, params (params skipped when
- * `args` is undefined), each compared with the SIGNED payload. `keys` from importJwksWeb.
+ * verifyResponse for a browser: the same shapes (a failed `shape` check for any other file), then
+ * signature, readable_copy, result, params (params skipped when `args` is undefined, result
+ * only for a bare envelope of a charged call), each compared with the SIGNED payload. `keys`
+ * from importJwksWeb.
  */
 export async function verifyResponseWeb(body: unknown, keys: ReadonlyMap<string, CryptoKey>, args?: unknown): Promise<Check[]> {
-  const found = locate(body);
-  if (found === null) return [{ name: "envelope", ok: false, detail: NO_RECEIPT }];
-  const parts = envelopeParts(found.envelope);
+  const found = shapeOf(body);
+  if ("failed" in found) return [found.failed];
+  const parts = envelopeParts(found.shape.envelope);
   if ("failed" in parts) return [parts.failed];
   const bytes = decodeBase64urlWeb(parts.payload);
   if (bytes === null) return [{ name: "envelope", ok: false, detail: "payload is not base64url" }];
@@ -84,5 +85,5 @@ export async function verifyResponseWeb(body: unknown, keys: ReadonlyMap<string,
   const read = readSigned(bytes);
   const checks = [signatureCheck(parts.kid, key !== undefined, valid, read)];
   if ("problem" in read) return [...checks, unreadable("readable_copy"), unreadable("result"), unreadable("params")];
-  return [...checks, readableCheck(parts.receipt, read.signed), await hashed(resultCheck(found, read.signed)), await hashed(paramsCheck(args, read.signed))];
+  return [...checks, readableCheck(parts.receipt, read.signed), await hashed(resultCheck(found.shape, read.signed)), await hashed(paramsCheck(args, read.signed))];
 }

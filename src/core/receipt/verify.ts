@@ -9,13 +9,12 @@ import {
   hashCheck,
   isRecord,
   jwkProblem,
-  locate,
-  NO_RECEIPT,
   paramsCheck,
   printable,
   readableCheck,
   readSigned,
   resultCheck,
+  shapeOf,
   signatureCheck,
   type ToHash,
   unreadable,
@@ -24,7 +23,7 @@ import { sha256Hex } from "./hash.ts";
 import { type Jwks, jwkThumbprint, ReceiptKeyError } from "./sign.ts";
 import type { Receipt } from "./types.ts";
 
-export { type Check, type CheckName, printable } from "./checks.ts";
+export { type Check, type CheckName, printable, readShape, type Shape, SHAPES_READ } from "./checks.ts";
 
 /** A JWKS parsed once: kid -> Ed25519 public KeyObject. */
 export class ReceiptKeys {
@@ -114,6 +113,18 @@ export function openEnvelopeAsync(envelope: unknown, keys: ReceiptKeys | Jwks): 
   });
 }
 
+/**
+ * One line of a JSONL export, which must be a bare envelope and nothing else (shapes.ts): any
+ * other shape gives one failed `shape` check; an envelope is opened as openEnvelopeAsync does.
+ */
+export function openExportLine(value: unknown, keys: ReceiptKeys | Jwks): Promise<OpenedEnvelope> {
+  const found = shapeOf(value);
+  if ("shape" in found && found.shape.kind === "envelope") return openEnvelopeAsync(value, keys);
+  const failed: Check =
+    "failed" in found ? found.failed : { name: "shape", ok: false, detail: `an export line is a bare envelope {payload, signature, kid, receipt}, not a ${found.shape.kind} response` };
+  return Promise.resolve({ checks: [failed], signed: null, payloadSha256: null });
+}
+
 type Prepared = {
   kid: string;
   receipt: unknown;
@@ -149,21 +160,20 @@ export function verifyEnvelope(envelope: unknown, keys: ReceiptKeys | Jwks): Che
 const hashed = (step: Check | ToHash): Check => ("text" in step ? hashCheck(step, sha256Hex(step.text)) : step);
 
 /**
- * Verifies a saved response: a desk REST body `{result, receipt}`, a refusal `{error, receipt}`,
- * an MCP tools/call result with the envelope at `_meta["io.ask-only/receipt"]` (alone, or as the
- * `result` of the JSON-RPC response that carried it), or a bare envelope. Checks, in order: signature, readable_copy, result, params (params is skipped when
- * `args` is undefined). result and params are compared with the SIGNED payload's hashes.
+ * Verifies a saved response of one of the shapes in shapes.ts (REST body, refusal, MCP
+ * tools/call result, the JSON-RPC response that carried it, bare envelope); any other file gives
+ * one failed `shape` check. Checks, in order: signature, readable_copy, result, params (params is
+ * skipped when `args` is undefined, result only for a bare envelope of a charged call). result
+ * and params are compared with the SIGNED payload's hashes.
  */
 export function verifyResponse(body: unknown, keys: ReceiptKeys | Jwks, args?: unknown): Check[] {
-  const found = locate(body);
-  if (found === null) {
-    return [{ name: "envelope", ok: false, detail: NO_RECEIPT }];
-  }
-  const opened = openEnvelope(found.envelope, keys);
+  const found = shapeOf(body);
+  if ("failed" in found) return [found.failed];
+  const opened = openEnvelope(found.shape.envelope, keys);
   if (opened.checks[0]?.name === "envelope") return opened.checks;
   const { checks, signed } = opened;
   if (signed === null) return [...checks, unreadable("result"), unreadable("params")];
-  return [...checks, hashed(resultCheck(found, signed)), hashed(paramsCheck(args, signed))];
+  return [...checks, hashed(resultCheck(found.shape, signed)), hashed(paramsCheck(args, signed))];
 }
 
 /** One break in a key's chain; `index` is the position in the list given to the verifier. */

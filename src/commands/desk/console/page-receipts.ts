@@ -2,6 +2,7 @@
 // header), the signing key set and its rotation, and a viewer that runs the four receipt checks
 // in this browser with WebCrypto against the desk's published key set.
 import type { Check } from "../../../core/receipt/verify.ts";
+import { readShape } from "../../../core/receipt/shapes.ts";
 import { importJwksWeb, verifyResponseWeb } from "../../../core/receipt/verify-web.ts";
 import { api, apiText, type Org, query } from "./api.ts";
 import { confirmButton, field, fill, h, labelled, table } from "./dom.ts";
@@ -25,13 +26,11 @@ function parseJson(text: string, what: string): unknown {
   }
 }
 
-/** The readable copy of the first receipt found in a saved body, for display only. */
+/** The readable copy of the receipt the checks read (the same shape rule), for display only. */
 function readableOf(body: unknown): Record<string, unknown> | null {
   const rec = (v: unknown) => (typeof v === "object" && v !== null && !Array.isArray(v) ? (v as Record<string, unknown>) : null);
-  const b = rec(body);
-  if (!b) return null;
-  const env = rec(b.receipt) ?? rec(rec(b._meta)?.["io.ask-only/receipt"]) ?? rec(rec(rec(b.result)?._meta)?.["io.ask-only/receipt"]) ?? (typeof b.payload === "string" ? b : null);
-  return rec(env?.receipt);
+  const read = readShape(body);
+  return "shape" in read ? rec(rec(read.shape.envelope)?.receipt) : null;
 }
 
 function viewer(initial: string): HTMLElement {
@@ -42,7 +41,7 @@ function viewer(initial: string): HTMLElement {
   const form = h(
     "form",
     { class: "stack" },
-    labelled("Saved response (a desk REST body, an MCP tools/call result, or an envelope)", response),
+    labelled("Saved response (a desk REST body or refusal, an MCP tools/call result or its JSON-RPC response, or an envelope)", response),
     labelled("Arguments sent (optional)", args),
     h("div", { class: "row" }, h("button", { type: "submit", class: "primary" }, "Verify")),
     results,
