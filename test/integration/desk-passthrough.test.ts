@@ -5,6 +5,7 @@
 // behind the desk's fetch handler on a real Bun.serve.
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { Database } from "bun:sqlite";
+import { chmodSync } from "node:fs";
 import { join } from "node:path";
 import fc from "fast-check";
 import { Desk } from "../../src/commands/desk/desk.ts";
@@ -129,6 +130,8 @@ describe("the listing column", () => {
       [JSON.stringify(FORECAST_TOOL.inputSchema)],
     );
     raw.close();
+    // A desk's own ledger is 0600 (SPEC 10); the hand-made one here is made so too.
+    chmodSync(path, 0o600);
     const ledger = new DeskLedger(path);
     const desk = await Desk.open({ ledger, signer: loadSigner(generateSigningKey().privatePem), sealingKey: await importSealingKey(new Uint8Array(32)) });
     try {
@@ -200,9 +203,9 @@ describe("an answer must keep the output schema its tool lists", () => {
     await using bad = startListingUpstream({ extraTools: [{ ...SHAPED_TOOL, name: "broken", outputSchema: { type: "object", properties: { n: { type: "no-such-type" } } } }] });
     const r = await t.admin("POST", "/admin/upstreams", { name: "bad", url: bad.url });
     expect(r.status).toBe(502);
-    expect(await r.json()).toEqual({ error: "UPSTREAM_UNREACHABLE" });
+    expect(await r.json()).toEqual({ error: "UPSTREAM_SCHEMA_REFUSED", tool: "broken", reason: "schema" });
     expect(t.ledger.getUpstream("bad")).toBeNull();
-    expect(t.logs).toContain("upstream bad: tool output schema does not compile");
+    expect(t.logs).toContain("upstream bad: tool broken: output schema refused: neither a draft-07 nor a 2020-12 validator compiles it");
   });
 });
 

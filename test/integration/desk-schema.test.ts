@@ -50,7 +50,7 @@ test("a stored schema this desk refuses leaves its tool unserved at start-up, na
     expect(again.tool("up__old")).toBeUndefined();
     expect(again.tool("up__plain")).toBeDefined();
     expect(logs).toContain(
-      "tool up__old: not served: its input schema is refused (a pattern: a backreference needs a backtracking engine); refresh its upstream once it changes",
+      "tool up__old: not served: its schema is refused (a pattern: a backreference needs a backtracking engine); refresh its upstream once it changes",
     );
   } finally {
     await again.close();
