@@ -2,8 +2,8 @@
 // create an account ask, read an ask's state. There is no route that approves, denies, cancels
 // or executes anything: a decision is typed on the console, never sent over the wire.
 import type { StoredAsk } from "../../core/asks.ts";
-import { readAtMost } from "../../core/body.ts";
-import { type ErrorCode, errorResponse } from "../../core/errors.ts";
+import { type ErrorCode, errorResponse, WireError } from "../../core/errors.ts";
+import { readJsonObject } from "../../core/http/body.ts";
 import { isApprovalId } from "../../core/ids.ts";
 import type { AskLedger } from "../../core/ledger/asks.ts";
 import { validateAccountAsk, validatePayAsk } from "../../core/schema/ask.ts";
@@ -26,55 +26,6 @@ export type ApiOptions = {
 
 const NO_STORE = { "Cache-Control": "no-store" };
 const fail = (code: ErrorCode) => errorResponse(code, NO_STORE);
-
-class BodyRefused extends Error {
-  constructor(readonly code: ErrorCode) {
-    super(code);
-  }
-}
-
-/** `application/json`, optionally with `charset=utf-8`; anything else is refused. */
-function isJsonContentType(value: string | null): boolean {
-  if (value === null) return false;
-  const [media, ...params] = value.split(";").map((p) => p.trim().toLowerCase());
-  if (media !== "application/json") return false;
-  return params.every((p) => p === "" || p === "charset=utf-8" || p === 'charset="utf-8"');
-}
-
-/**
- * Reads at most MAX_BODY_BYTES and stops there: a client that lies about Content-Length, or
- * sends none (chunked), cannot make the approver buffer more.
- */
-async function readCappedBody(req: Request): Promise<Uint8Array> {
-  const declared = req.headers.get("content-length");
-  if (declared !== null && !(/^\d+$/.test(declared) && Number(declared) <= MAX_BODY_BYTES)) {
-    throw new BodyRefused(/^\d+$/.test(declared) ? "BODY_TOO_LARGE" : "BODY_INVALID");
-  }
-  let bytes: Uint8Array | undefined;
-  try {
-    bytes = await readAtMost(req.body, MAX_BODY_BYTES);
-  } catch {
-    // The client went away mid-body (or sent broken chunking): its fault, not a server fault.
-    throw new BodyRefused("BODY_INVALID");
-  }
-  if (bytes === undefined) throw new BodyRefused("BODY_TOO_LARGE");
-  return bytes;
-}
-
-const utf8 = new TextDecoder("utf-8", { fatal: true, ignoreBOM: false });
-
-async function readJsonObject(req: Request): Promise<Record<string, unknown>> {
-  if (!isJsonContentType(req.headers.get("content-type"))) throw new BodyRefused("CONTENT_TYPE_INVALID");
-  const bytes = await readCappedBody(req);
-  let value: unknown;
-  try {
-    value = JSON.parse(utf8.decode(bytes));
-  } catch {
-    throw new BodyRefused("BODY_INVALID");
-  }
-  if (typeof value !== "object" || value === null || Array.isArray(value)) throw new BodyRefused("BODY_INVALID");
-  return value as Record<string, unknown>;
-}
 
 /**
  * The server's TLS settings. Mutual TLS, with no switch to turn it off: a client without a
@@ -102,7 +53,7 @@ export function pathOf(url: string): string {
 
 export function makeApproverApi(options: ApiOptions): (req: Request) => Promise<Response> {
   const create = async (req: Request, kind: "pay" | "account"): Promise<Response> => {
-    const body = await readJsonObject(req);
+    const body = await readJsonObject(req, MAX_BODY_BYTES);
     // Any holder of a client certificate can call this: every field is checked here again,
     // card-number net included, whatever serve-mcp already checked.
     const checked = kind === "pay" ? validatePayAsk(body, { maxAmount: options.maxAmount }) : validateAccountAsk(body);
@@ -134,7 +85,7 @@ export function makeApproverApi(options: ApiOptions): (req: Request) => Promise<
       if (m && m[1] !== "pay" && m[1] !== "account") return status(m[1]!);
       return fail("NOT_FOUND");
     } catch (err) {
-      if (err instanceof BodyRefused) return fail(err.code);
+      if (err instanceof WireError) return fail(err.code);
       options.onFault(err instanceof Error ? err.name : "non-error thrown");
       return fail("INTERNAL");
     }

@@ -2,9 +2,10 @@
 // and runs the console where the person decides. Stops cleanly on SIGINT or SIGTERM.
 import { dirname } from "node:path";
 import { createInterface } from "node:readline";
+import { serveHardened } from "../../adapters/bun/serve.ts";
 import { failure, info, type Streams } from "../../cli/voice.ts";
 import { formatDuration } from "../../core/duration.ts";
-import { errorResponse } from "../../core/errors.ts";
+import { urlHost } from "../../core/http/listen.ts";
 import { mintDemoRef } from "../../core/ids.ts";
 import { AskLedger } from "../../core/ledger/asks.ts";
 import { LedgerOpenError } from "../../core/ledger/database.ts";
@@ -62,21 +63,9 @@ export async function runApprover(flags: ApproverFlags, streams: Streams): Promi
     onFault: (what) => info(streams, `internal fault while answering a request (${what})`),
   });
 
-  let server: ReturnType<typeof Bun.serve>;
+  let server: ReturnType<typeof serveHardened>;
   try {
-    server = Bun.serve({
-      hostname: config.hostname,
-      port: config.port,
-      tls: approverTls(tls),
-      fetch: api,
-      // Never development mode (a compiled binary reports "development" unless told): it may
-      // answer an uncaught error with its stack trace, which names files and agent input.
-      development: false,
-      // Explicit: outside development mode Bun turns SO_REUSEPORT on, and a second process on the
-      // same port would silently take a share of the asks instead of failing to start.
-      reusePort: false,
-      error: () => errorResponse("INTERNAL"),
-    });
+    server = serveHardened({ hostname: config.hostname, port: config.port, tls: approverTls(tls), fetch: api });
   } catch (err) {
     ledger.close();
     throw failure(`cannot listen on ${config.hostname}:${config.port}: ${errnoCode(err)}`, "another process may hold the port; choose another with --listen HOST:PORT");
@@ -88,8 +77,7 @@ export async function runApprover(flags: ApproverFlags, streams: Streams): Promi
   process.once("SIGINT", onSignal);
   process.once("SIGTERM", onSignal);
 
-  const host = config.hostname.includes(":") ? `[${config.hostname}]` : config.hostname;
-  info(streams, `approver listening on https://${host}:${server.port} (mutual TLS only)`);
+  info(streams, `approver listening on https://${urlHost(config.hostname)}:${server.port} (mutual TLS only)`);
   info(streams, `ask ledger: ${config.dbPath}`);
   info(streams, `trusting clients certified by ${tls.caSubject} (${tls.paths.ca}, sha256 ${tls.caFingerprint256})`);
   info(streams, `asks wait ${formatDuration(config.ttlMs)} for a decision; at most ${config.maxPending} pending; amounts up to ${config.maxAmount}`);

@@ -4,7 +4,7 @@
 import { periodOf, RESETS, type Reset } from "../../core/desk/period.ts";
 import { newId, newKeySecret } from "../../core/desk/secrets.ts";
 import { DeskLedgerError, type KeyRow, spentIn } from "../../core/ledger/desk.ts";
-import { type Desk, DeskError } from "./desk.ts";
+import type { Desk } from "./desk.ts";
 import { type Body, fail, intIn, objectBody as body, onlyFields, optional, pathSegment, required, timestamp } from "./request.ts";
 import { sandboxAdmin } from "./sandbox.ts";
 
@@ -123,23 +123,13 @@ async function addUpstream(desk: Desk, b: Body): Promise<Response> {
       }
       return Object.fromEntries(entries) as Record<string, string>;
     }) ?? {};
-  try {
-    const { tools } = await desk.addUpstream(name, url, headers);
-    return Response.json({ name, url: url.href, header_names: Object.keys(headers), tools }, { status: 201 });
-  } catch (err) {
-    if (err instanceof DeskError) fail(err.code, err.detail);
-    throw err;
-  }
+  const { tools } = await desk.addUpstream(name, url, headers);
+  return Response.json({ name, url: url.href, header_names: Object.keys(headers), tools }, { status: 201 });
 }
 
 async function refreshUpstream(desk: Desk, name: string): Promise<Response> {
-  try {
-    const { tools } = await desk.refreshUpstream(name);
-    return Response.json({ name, tools });
-  } catch (err) {
-    if (err instanceof DeskError) fail(err.code, err.detail);
-    throw err;
-  }
+  const { tools } = await desk.refreshUpstream(name);
+  return Response.json({ name, tools });
 }
 
 function priceTool(desk: Desk, name: string, b: Body): Response {

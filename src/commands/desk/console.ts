@@ -68,9 +68,9 @@ async function servePage(req: Request): Promise<Response> {
   return respond(req, (await bundle).html, "text/html;charset=utf-8", "no-cache");
 }
 
-async function serveAsset(req: Request & { params: { name: string } }): Promise<Response> {
+async function serveAsset(req: Request & { params: Record<string, string> }): Promise<Response> {
   bundle ??= loadBundle();
-  const asset = (await bundle).assets.get(req.params.name);
+  const asset = (await bundle).assets.get(req.params.name ?? "");
   if (asset === undefined) return Response.json({ error: "NOT_FOUND" }, { status: 404, headers: CONSOLE_HEADERS });
   // Content-hashed names: a new build gets new names, so a long cache is safe.
   return respond(req, asset.body, asset.type, "public, max-age=31536000, immutable");

@@ -2,6 +2,7 @@
 // (schemas compiled once) and one MCP client per upstream. The HTTP handler and the clearing
 // path are built on it; tests build it in-process, the binary builds it from its data dir.
 import { type ArgsCheck, compileArgsSchema, SchemaRefused } from "../../core/desk/args.ts";
+import { WireError } from "../../core/errors.ts";
 import { isLinkLocalOrUnspecified } from "../../core/desk/network.ts";
 import { hourOf } from "../../core/desk/period.ts";
 import { type SealingKey, seal, unseal } from "../../core/desk/seal.ts";
@@ -45,17 +46,6 @@ export type ToolEntry = {
 /** A tool's listed outputSchema compiled (as input schemas are), or null when it lists none. */
 function compileOutputSchema(listing: Record<string, unknown>): ArgsCheck | null {
   return Object.hasOwn(listing, "outputSchema") ? compileArgsSchema(listing.outputSchema) : null;
-}
-
-export class DeskError extends Error {
-  override name = "DeskError";
-  constructor(
-    readonly code: "UPSTREAM_EXISTS" | "UPSTREAM_UNKNOWN" | "UPSTREAM_UNREACHABLE" | "UPSTREAM_SCHEMA_REFUSED" | "UPSTREAM_HOST_REFUSED",
-    /** What the operator's answer names beside the code (the refused tool and why). */
-    readonly detail?: { tool: string; reason: SchemaRefused["reason"] },
-  ) {
-    super(code);
-  }
 }
 
 /** Sealed headers that do not open: another sealing key, or an altered row. */
@@ -155,8 +145,8 @@ export class Desk {
   async addUpstream(name: string, url: URL, headers: Record<string, string>): Promise<{ tools: string[] }> {
     // A link-local address is where clouds serve instance metadata and credentials, and an
     // unspecified one reaches this host: neither is an upstream unless the operator names it.
-    if (isLinkLocalOrUnspecified(url.hostname) && !this.allowUpstreamHosts.has(url.hostname)) throw new DeskError("UPSTREAM_HOST_REFUSED");
-    if (this.ledger.getUpstream(name) !== null) throw new DeskError("UPSTREAM_EXISTS");
+    if (isLinkLocalOrUnspecified(url.hostname) && !this.allowUpstreamHosts.has(url.hostname)) throw new WireError("UPSTREAM_HOST_REFUSED");
+    if (this.ledger.getUpstream(name) !== null) throw new WireError("UPSTREAM_EXISTS");
     const client = new UpstreamClient(name, url, headers, this.upstreamTimeoutMs);
     const listed = await this.listOrThrow(client);
     const sealed = Object.keys(headers).length === 0 ? null : await seal(this.sealingKey, name, JSON.stringify(headers));
@@ -164,7 +154,7 @@ export class Desk {
       this.ledger.addUpstream({ name, url: url.href, sealedHeaders: sealed, headerNames: Object.keys(headers), now: this.now() }, listed.rows);
     } catch (err) {
       await client.close();
-      if (err instanceof DeskLedgerError && err.code === "EXISTS") throw new DeskError("UPSTREAM_EXISTS");
+      if (err instanceof DeskLedgerError && err.code === "EXISTS") throw new WireError("UPSTREAM_EXISTS");
       throw err;
     }
     this.clients.set(name, client);
@@ -174,7 +164,7 @@ export class Desk {
 
   async refreshUpstream(name: string): Promise<{ tools: string[] }> {
     const client = this.clients.get(name);
-    if (!client) throw new DeskError("UPSTREAM_UNKNOWN");
+    if (!client) throw new WireError("UPSTREAM_UNKNOWN");
     const listed = await this.listOrThrow(client);
     this.ledger.refreshTools(name, listed.rows, this.now());
     this.reloadTools();
@@ -187,7 +177,7 @@ export class Desk {
       tools = await client.listTools();
     } catch (err) {
       this.log(`upstream ${client.name}: handshake failed (${err instanceof Error ? err.name : "error"})`);
-      throw new DeskError("UPSTREAM_UNREACHABLE");
+      throw new WireError("UPSTREAM_UNREACHABLE");
     }
     const rows = tools.flatMap((t) => {
       // A name outside MCP's recommended alphabet and length could not be a receipt's tool field
@@ -203,7 +193,7 @@ export class Desk {
       } catch (err) {
         if (!(err instanceof SchemaRefused)) throw err;
         this.log(`upstream ${client.name}: tool ${t.name}: input schema refused: ${err.message}`);
-        throw new DeskError("UPSTREAM_SCHEMA_REFUSED", { tool: t.name, reason: err.reason });
+        throw new WireError("UPSTREAM_SCHEMA_REFUSED", { tool: t.name, reason: err.reason });
       }
       // Agents are shown the output schema and check answers against it: it must compile too.
       try {
@@ -211,7 +201,7 @@ export class Desk {
       } catch (err) {
         if (!(err instanceof SchemaRefused)) throw err;
         this.log(`upstream ${client.name}: tool ${t.name}: output schema refused: ${err.message}`);
-        throw new DeskError("UPSTREAM_SCHEMA_REFUSED", { tool: t.name, reason: err.reason });
+        throw new WireError("UPSTREAM_SCHEMA_REFUSED", { tool: t.name, reason: err.reason });
       }
       return [
         { name: `${client.name}__${t.name}`, upstreamTool: t.name, description: t.description, inputSchema: JSON.stringify(t.inputSchema), listing: JSON.stringify(t.listing) },

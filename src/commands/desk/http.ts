@@ -2,14 +2,14 @@
 // the public JWKS and the operator API. Tests call it in-process; the binary serves it.
 import { periodOf } from "../../core/desk/period.ts";
 import { bearerOf, constantTimeEqual, sha256 } from "../../core/desk/secrets.ts";
-import { ERRORS, type ErrorCode, errorResponse } from "../../core/errors.ts";
+import { ERRORS, type ErrorCode, errorResponse, WireError } from "../../core/errors.ts";
 import { spentIn } from "../../core/ledger/desk.ts";
 import { type Envelope, resultSha256 } from "../../core/receipt/index.ts";
 import { adminRoutes } from "./admin.ts";
 import { allowedTools, type ClearingOutcome, clear, validKey } from "./clearing.ts";
 import type { Desk } from "./desk.ts";
 import { MCP_PATH, mcpEndpoint } from "./mcp.ts";
-import { HttpFailure, MAX_BODY_BYTES, pathSegment, readJson, timestamp } from "./request.ts";
+import { MAX_BODY_BYTES, pathSegment, readJson, timestamp } from "./request.ts";
 import { type PeerSource, sandboxKey } from "./sandbox.ts";
 import { siteCheck } from "./site-check.ts";
 
@@ -52,12 +52,12 @@ export function createHandler(desk: Desk, options: HandlerOptions): Handler {
       if ((path === MCP_PATH || path === "/v1/sandbox/keys") && !ourSite(req, server)) return errorResponse("HOST_REFUSED");
       if (path === MCP_PATH) return await mcp(req);
       if (path === "/v1/sandbox/keys") {
-        if (req.method !== "POST") throw new HttpFailure("NOT_FOUND");
+        if (req.method !== "POST") throw new WireError("NOT_FOUND");
         return sandboxKey(desk, req, server, options.trustProxy === true);
       }
       // Every /v1/tools/… answer carries the clearing headers, an empty tool name too.
       if (path.startsWith("/v1/tools/")) {
-        if (req.method !== "POST") throw new HttpFailure("NOT_FOUND");
+        if (req.method !== "POST") throw new WireError("NOT_FOUND");
         return await toolCall(desk, req, pathSegment(path.slice("/v1/tools/".length)), options);
       }
       if (req.method === "GET" && path === "/.well-known/receipt-signing-key.json") {
@@ -79,7 +79,7 @@ export function createHandler(desk: Desk, options: HandlerOptions): Handler {
       }
       return errorResponse("NOT_FOUND");
     } catch (err) {
-      const internal = !(err instanceof HttpFailure);
+      const internal = !(err instanceof WireError);
       if (internal) options.onInternal?.(err);
       const code: ErrorCode = internal ? "INTERNAL" : err.code;
       const tools = path.startsWith("/v1/tools/");
@@ -114,7 +114,7 @@ async function toolCall(desk: Desk, req: Request, tool: string, options: Handler
   try {
     args = await readJson(req);
   } catch (err) {
-    if (!(err instanceof HttpFailure)) throw err;
+    if (!(err instanceof WireError)) throw err;
     const refused: ClearingOutcome = { status: httpStatusOf(err.code), outcome: "refused_request", error: err.code, priceMc: 0, remainingMc: null };
     return Response.json({ error: err.code }, { status: refused.status, headers: clearingHeaders(refused) });
   }
@@ -197,10 +197,10 @@ function agentReceipts(desk: Desk, req: Request, url: URL): Response {
   if (key === null) return errorResponse("KEY_INVALID");
   const sinceText = url.searchParams.get("since");
   const since = sinceText === null ? 0 : timestamp(sinceText);
-  if (since === undefined || since === null) throw new HttpFailure("VALUE_INVALID", { field: "since" });
+  if (since === undefined || since === null) throw new WireError("VALUE_INVALID", { field: "since" });
   const limitText = url.searchParams.get("limit");
   const limit = limitText === null ? 100 : Number(limitText);
-  if (!Number.isSafeInteger(limit) || limit < 1 || limit > MAX_LISTED_RECEIPTS) throw new HttpFailure("VALUE_INVALID", { field: "limit" });
+  if (!Number.isSafeInteger(limit) || limit < 1 || limit > MAX_LISTED_RECEIPTS) throw new WireError("VALUE_INVALID", { field: "limit" });
   const rows = desk.ledger.keyReceipts(key.id, since, limit);
   const held = desk.ledger.heldAmong(
     rows.map((r) => r.id),

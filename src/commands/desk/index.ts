@@ -1,10 +1,12 @@
 // `ask-only desk` and `ask-only desk check`: flags → data dir → ledger, signer, sealing key →
 // the Desk → Bun.serve. Unsafe configuration stops here, before anything listens.
 import { existsSync, readFileSync } from "node:fs";
+import { serveHardened } from "../../adapters/bun/serve.ts";
 import { failure, info, type Streams, usageError } from "../../cli/voice.ts";
 import { isLinkLocalOrUnspecified } from "../../core/desk/network.ts";
 import { importSealingKey } from "../../core/desk/seal.ts";
 import { newAdminToken, sha256 } from "../../core/desk/secrets.ts";
+import { type ListenAddress, parseListen, urlHost } from "../../core/http/listen.ts";
 import { generateSigningKey, loadSigner, ReceiptKeyError } from "../../core/receipt/index.ts";
 import { checkLedger } from "./check.ts";
 import { consoleRoutes } from "./console.ts";
@@ -35,11 +37,10 @@ export type DeskFlags = {
 
 export type DeskRun = { flags: DeskFlags; env: Record<string, string | undefined>; streams: Streams };
 
-function parseListen(text: string): { hostname: string; port: number } {
-  const m = /^(?:\[([0-9a-fA-F:.]+)\]|([^:[\]]+)):(\d{1,5})$/.exec(text);
-  const port = m ? Number(m[3]) : Number.NaN;
-  if (!m || port > 65535) throw usageError(`--listen ${text} is not HOST:PORT`, "e.g. --listen 127.0.0.1:8787");
-  return { hostname: m[1] ?? m[2]!, port };
+function listenAddress(text: string): ListenAddress {
+  const listen = parseListen(text);
+  if (listen === undefined) throw usageError(`--listen ${text} is not HOST:PORT`, "e.g. --listen 127.0.0.1:8787");
+  return listen;
 }
 
 function parseTimeout(text: string | undefined): number {
@@ -122,7 +123,7 @@ function loadTls(flags: DeskFlags): { cert: string; key: string } | undefined {
 /** Runs the desk until SIGINT or SIGTERM. */
 export async function runDesk(run: DeskRun): Promise<void> {
   const { streams, flags } = run;
-  const listen = parseListen(flags.listen ?? "127.0.0.1:8787");
+  const listen = listenAddress(flags.listen ?? "127.0.0.1:8787");
   const timeoutMs = parseTimeout(flags.upstreamTimeout);
   const allowedHosts = parseAllowedHosts(flags.allowedHost);
   const allowUpstreamHosts = parseUpstreamHostAllowance(run);
@@ -214,20 +215,14 @@ export async function runDesk(run: DeskRun): Promise<void> {
   };
   // An upstream call may be silent for the whole timeout: keep the agent's connection open.
   const idleSeconds = Math.ceil(timeoutMs / 1000) + 15;
-  let server: ReturnType<typeof Bun.serve>;
+  let server: ReturnType<typeof serveHardened>;
   try {
-    server = Bun.serve({
+    server = serveHardened({
       hostname: listen.hostname,
       port: listen.port,
       // The operator console (embedded page and assets, with its security headers).
       routes: consoleRoutes(),
       fetch: handler,
-      // Never development mode (the default when NODE_ENV is not "production", and a compiled
-      // binary reports "development"): it answers an uncaught error with its stack trace.
-      development: false,
-      // Explicit: outside development mode Bun turns SO_REUSEPORT on, and a second desk (another
-      // data directory) on the same port would silently take a share of the calls.
-      reusePort: false,
       idleTimeout: idleSeconds > 255 ? 0 : idleSeconds,
       ...(tls ? { tls } : {}),
     });
@@ -242,8 +237,7 @@ export async function runDesk(run: DeskRun): Promise<void> {
     process.once("SIGINT", stop);
     process.once("SIGTERM", stop);
   });
-  const host = listen.hostname.includes(":") ? `[${listen.hostname}]` : listen.hostname;
-  log(`desk listening on ${tls ? "https" : "http"}://${host}:${server.port}`);
+  log(`desk listening on ${tls ? "https" : "http"}://${urlHost(listen.hostname)}:${server.port}`);
 
   await stopped;
   await server.stop();
