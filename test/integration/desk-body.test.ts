@@ -30,7 +30,7 @@ afterAll(async () => {
 });
 
 /** A body sent with Content-Length (bytes) or chunked (a stream of 64 KiB pieces). */
-function bodyOf(bytes: Uint8Array, framing: "length" | "chunked"): BodyInit {
+function bodyOf(bytes: Uint8Array<ArrayBuffer>, framing: "length" | "chunked"): BodyInit {
   if (framing === "length") return bytes;
   return new ReadableStream<Uint8Array>({
     start(controller) {
@@ -40,7 +40,7 @@ function bodyOf(bytes: Uint8Array, framing: "length" | "chunked"): BodyInit {
   });
 }
 
-async function send(text: string | Uint8Array, framing: "length" | "chunked", type = "application/json") {
+async function send(text: string | Uint8Array<ArrayBuffer>, framing: "length" | "chunked", type = "application/json") {
   const bytes = typeof text === "string" ? new TextEncoder().encode(text) : text;
   const r = await fetch(`${server.url}v1/tools/nowhere__tool`, {
     method: "POST",

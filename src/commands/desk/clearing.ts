@@ -3,26 +3,14 @@
 // returns an outcome and never throws for a caller's mistake.
 //   1 key  2 failure limit  3 tool + arguments  4 allowlist  5 reservation  6 upstream  7 charge
 import type { ArgsProblem } from "../../core/desk/args.ts";
+import { type ClearingOutcome, type PlainOutcome, refusal, type SettleOutcome, statusOf } from "../../core/desk/outcomes.ts";
 import { hourOf, periodOf } from "../../core/desk/period.ts";
 import { lookupOf, sha256 } from "../../core/desk/secrets.ts";
-import { type CallContext, FAILURES_PER_HOUR, type KeyRow, type SettleOutcome, spentIn } from "../../core/ledger/desk.ts";
+import { type CallContext, FAILURES_PER_HOUR, type KeyRow, spentIn } from "../../core/ledger/desk.ts";
 import type { ErrorCode } from "../../core/errors.ts";
 import { bindResult, CanonicalJsonError, type Envelope, paramsSha256 } from "../../core/receipt/index.ts";
 import type { Desk, ToolEntry } from "./desk.ts";
 import type { CallOutcome } from "./upstream.ts";
-
-export type ClearingOutcome = {
-  status: number;
-  /** A receipt outcome, or why the call stopped before any receipt (`refused_*`). */
-  outcome: string;
-  priceMc: number;
-  /** Left in the key's current period; null when no key was identified. */
-  remainingMc: number | null;
-  error?: ErrorCode;
-  problems?: ArgsProblem[];
-  result?: Record<string, unknown>;
-  receipt?: Envelope;
-};
 
 /** How long the result of a charged call whose agent disconnected is kept, and how many per key. */
 const HELD_RESULT_MS = 60 * 60 * 1000;
@@ -90,7 +78,7 @@ function keepsOutputSchema(tool: ToolEntry, answer: CallOutcome): CallOutcome {
 /** Step 1: unknown, revoked or expired key → 401. */
 function authenticate(desk: Desk, secret: string | null, now: number): Step<KeyRow> {
   const key = validKey(desk, secret, now);
-  if (key === null) return stop({ status: 401, outcome: "refused_key_invalid", error: "KEY_INVALID", priceMc: 0, remainingMc: null });
+  if (key === null) return stop(keyInvalid());
   return { next: key };
 }
 
@@ -108,8 +96,8 @@ export function validKey(desk: Desk, secret: string | null, now: number): KeyRow
  */
 async function checkFailureLimit(desk: Desk, ctx: CallContext): Promise<Step<null>> {
   if (ctx.key.fail_hour !== ctx.hour || ctx.key.fail_count < FAILURES_PER_HOUR) return { next: null };
-  await desk.ledger.batched(() => desk.ledger.recordPlainRefusal(ctx, "refused_rate_limited", 429));
-  return stop(plain(ctx, 429, "refused_rate_limited", "TOO_MANY_FAILURES"));
+  await desk.ledger.batched(() => desk.ledger.recordPlainRefusal(ctx, "refused_rate_limited", statusOf("refused_rate_limited")));
+  return stop(plain(ctx, "refused_rate_limited", "TOO_MANY_FAILURES"));
 }
 
 /**
@@ -119,8 +107,8 @@ async function checkFailureLimit(desk: Desk, ctx: CallContext): Promise<Step<nul
 async function checkToolAndArgs(desk: Desk, ctx: CallContext, args: unknown): Promise<Step<ToolEntry>> {
   const tool = desk.tool(ctx.tool);
   if (tool === undefined) {
-    await desk.ledger.batched(() => desk.ledger.recordPlainRefusal(ctx, "refused_tool_unknown", 404));
-    return stop(plain(ctx, 404, "refused_tool_unknown", "TOOL_UNKNOWN"));
+    await desk.ledger.batched(() => desk.ledger.recordPlainRefusal(ctx, "refused_tool_unknown", statusOf("refused_tool_unknown")));
+    return stop(plain(ctx, "refused_tool_unknown", "TOOL_UNKNOWN"));
   }
   ctx.priceMc = priceFor(ctx.key, tool);
   ctx.upstreamCostMc = tool.row.upstream_cost_mc;
@@ -137,8 +125,8 @@ async function checkToolAndArgs(desk: Desk, ctx: CallContext, args: unknown): Pr
     }
   }
   if (problems.length > 0 || hash === null) {
-    await desk.ledger.batched(() => desk.ledger.recordPlainRefusal(ctx, "refused_args_invalid", 400));
-    return stop({ ...plain(ctx, 400, "refused_args_invalid", "ARGS_INVALID"), problems });
+    await desk.ledger.batched(() => desk.ledger.recordPlainRefusal(ctx, "refused_args_invalid", statusOf("refused_args_invalid")));
+    return stop({ ...plain(ctx, "refused_args_invalid", "ARGS_INVALID"), problems });
   }
   ctx.paramsSha256 = hash;
   return { next: tool };
@@ -150,7 +138,7 @@ async function checkAllowlist(desk: Desk, ctx: CallContext): Promise<Step<null>>
   if (allow.includes(ctx.tool)) return { next: null };
   const { make, last } = desk.receiptMaker();
   const { remainingMc } = await desk.ledger.batched(() => desk.ledger.refuseNotAllowed(ctx, make));
-  return stop({ status: 403, outcome: "refused_not_allowed", error: "TOOL_NOT_ALLOWED", priceMc: ctx.priceMc, remainingMc, receipt: last()! });
+  return stop(refusal("TOOL_NOT_ALLOWED", "refused_not_allowed", { priceMc: ctx.priceMc, remainingMc }, { receipt: last()! }));
 }
 
 /** Step 5: the one conditional UPDATE; no room → 402 with a signed receipt. */
@@ -158,20 +146,18 @@ async function reserve(desk: Desk, ctx: CallContext): Promise<Step<number>> {
   const { make, last } = desk.receiptMaker();
   const r = await desk.ledger.batched(() => desk.ledger.reserve(ctx, make));
   if (r.kind === "reserved") return { next: r.reservationId };
-  if (r.kind === "key_gone") {
-    return stop({ status: 401, outcome: "refused_key_invalid", error: "KEY_INVALID", priceMc: 0, remainingMc: null });
-  }
-  if (r.kind === "rate_limited") {
-    return stop({ status: 429, outcome: "refused_rate_limited", error: "TOO_MANY_FAILURES", priceMc: ctx.priceMc, remainingMc: r.remainingMc });
-  }
-  return stop({ status: 402, outcome: "refused_budget", error: "BUDGET_EXHAUSTED", priceMc: ctx.priceMc, remainingMc: r.remainingMc, receipt: last()! });
+  if (r.kind === "key_gone") return stop(keyInvalid());
+  const money = { priceMc: ctx.priceMc, remainingMc: r.remainingMc };
+  if (r.kind === "rate_limited") return stop(refusal("TOO_MANY_FAILURES", "refused_rate_limited", money));
+  return stop(refusal("BUDGET_EXHAUSTED", "refused_budget", money, { receipt: last()! }));
 }
 
-const REFUNDS: Record<Exclude<CallOutcome["kind"], "ok">, { outcome: SettleOutcome; status: number; error: ErrorCode }> = {
-  upstream_error: { outcome: "refunded_upstream_error", status: 502, error: "UPSTREAM_ERROR" },
-  timeout: { outcome: "refunded_timeout", status: 504, error: "UPSTREAM_TIMEOUT" },
-  args_refused: { outcome: "refunded_args_refused", status: 400, error: "ARGS_REFUSED" },
-  tool_failed: { outcome: "refunded_upstream_error", status: 502, error: "TOOL_FAILED" },
+/** How each upstream failure is refunded, and the code the agent gets. */
+export const REFUNDS: Record<Exclude<CallOutcome["kind"], "ok">, { outcome: SettleOutcome; error: ErrorCode }> = {
+  upstream_error: { outcome: "refunded_upstream_error", error: "UPSTREAM_ERROR" },
+  timeout: { outcome: "refunded_timeout", error: "UPSTREAM_TIMEOUT" },
+  args_refused: { outcome: "refunded_args_refused", error: "ARGS_REFUSED" },
+  tool_failed: { outcome: "refunded_upstream_error", error: "TOOL_FAILED" },
 };
 
 /**
@@ -196,19 +182,20 @@ async function settle(desk: Desk, ctx: CallContext, reservationId: number, answe
       answer = { kind: "upstream_error" };
     }
   }
-  const plan = answer.kind === "ok" ? { outcome: "charged" as const, status: 200, error: undefined } : REFUNDS[answer.kind];
+  const plan = answer.kind === "ok" ? null : REFUNDS[answer.kind];
+  const outcome = plan?.outcome ?? "charged";
   const now = desk.now();
   const { make, last } = desk.receiptMaker();
-  const settled = await desk.ledger.batched(() => desk.ledger.settle(reservationId, plan.outcome, plan.status, resultHash, now, hourOf(now), make));
+  const settled = await desk.ledger.batched(() => desk.ledger.settle(reservationId, outcome, statusOf(outcome), resultHash, now, hourOf(now), make));
   if (settled.kind === "already_settled") {
     // The sweep refunded it as abandoned while the upstream was still answering: the agent
     // got no answer it pays for, and gets the abandoned receipt.
     const receipt = settled.receipt === null ? undefined : (JSON.parse(settled.receipt.envelope) as Envelope);
-    return { status: 504, outcome: settled.outcome ?? "refunded_abandoned", error: "UPSTREAM_TIMEOUT", priceMc: ctx.priceMc, remainingMc: settled.remainingMc, ...(receipt ? { receipt } : {}) };
+    return refusal("UPSTREAM_TIMEOUT", settled.outcome ?? "refunded_abandoned", { priceMc: ctx.priceMc, remainingMc: settled.remainingMc }, receipt ? { receipt } : {});
   }
-  const base = { status: plan.status, outcome: plan.outcome, priceMc: ctx.priceMc, remainingMc: settled.remainingMc, receipt: last()! };
-  if (answer.kind === "ok") return { ...base, result: answer.result };
-  return { ...base, error: plan.error! };
+  const money = { priceMc: ctx.priceMc, remainingMc: settled.remainingMc };
+  if (answer.kind === "ok") return { status: statusOf("charged"), outcome, ...money, receipt: last()!, result: answer.result };
+  return refusal(plan!.error, outcome, money, { receipt: last()! });
 }
 
 /** The key's own price for the tool, else the tool's default. */
@@ -230,6 +217,10 @@ export function allowedTools(desk: Desk, key: KeyRow): { tool: ToolEntry; priceM
     .map((tool) => ({ tool, priceMc: priceIn(prices, tool) }));
 }
 
-function plain(ctx: CallContext, status: number, outcome: string, error: ErrorCode): ClearingOutcome {
-  return { status, outcome, error, priceMc: ctx.priceMc, remainingMc: Math.max(0, ctx.key.budget_mc - spentIn(ctx.key, ctx.period)) };
+function plain(ctx: CallContext, outcome: PlainOutcome, error: ErrorCode): ClearingOutcome {
+  return refusal(error, outcome, { priceMc: ctx.priceMc, remainingMc: Math.max(0, ctx.key.budget_mc - spentIn(ctx.key, ctx.period)) });
+}
+
+function keyInvalid(): ClearingOutcome {
+  return refusal("KEY_INVALID", "refused_key_invalid", { priceMc: 0, remainingMc: null });
 }

@@ -4,6 +4,7 @@
 import { type ArgsCheck, compileArgsSchema, SchemaRefused } from "../../core/desk/args.ts";
 import { WireError } from "../../core/errors.ts";
 import { isLinkLocalOrUnspecified } from "../../core/desk/network.ts";
+import { statusOf } from "../../core/desk/outcomes.ts";
 import { hourOf } from "../../core/desk/period.ts";
 import { type SealingKey, seal, unseal } from "../../core/desk/seal.ts";
 import { type DeskLedger, type ReceiptMaker, type ToolRow, DeskLedgerError } from "../../core/ledger/desk.ts";
@@ -231,7 +232,7 @@ export class Desk {
     for (const id of this.ledger.openReservations(beforeMs)) {
       const now = this.now();
       try {
-        const result = this.ledger.settle(id, "refunded_abandoned", 504, null, now, hourOf(now), this.receiptMaker().make);
+        const result = this.ledger.settle(id, "refunded_abandoned", statusOf("refunded_abandoned"), null, now, hourOf(now), this.receiptMaker().make);
         if (result.kind === "settled") refunded++;
       } catch (err) {
         // One reservation that cannot be settled must not keep the others open.

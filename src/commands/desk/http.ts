@@ -1,12 +1,13 @@
 // The desk's HTTP surface as one `fetch(Request) → Response` function: the agents' REST API,
 // the public JWKS and the operator API. Tests call it in-process; the binary serves it.
+import { type ClearingOutcome, unrecorded } from "../../core/desk/outcomes.ts";
 import { periodOf } from "../../core/desk/period.ts";
 import { bearerOf, constantTimeEqual, sha256 } from "../../core/desk/secrets.ts";
-import { ERRORS, type ErrorCode, errorResponse, WireError } from "../../core/errors.ts";
+import { type ErrorCode, errorResponse, WireError } from "../../core/errors.ts";
 import { spentIn } from "../../core/ledger/desk.ts";
 import { type Envelope, resultSha256 } from "../../core/receipt/index.ts";
 import { adminRoutes } from "./admin.ts";
-import { allowedTools, type ClearingOutcome, clear, validKey } from "./clearing.ts";
+import { allowedTools, clear, validKey } from "./clearing.ts";
 import type { Desk } from "./desk.ts";
 import { MCP_PATH, mcpEndpoint } from "./mcp.ts";
 import { MAX_BODY_BYTES, pathSegment, readJson, timestamp } from "./request.ts";
@@ -82,18 +83,10 @@ export function createHandler(desk: Desk, options: HandlerOptions): Handler {
       const internal = !(err instanceof WireError);
       if (internal) options.onInternal?.(err);
       const code: ErrorCode = internal ? "INTERNAL" : err.code;
-      const tools = path.startsWith("/v1/tools/");
-      const outcome = internal ? "internal_error" : "refused_request";
-      return errorResponse(
-        code,
-        tools ? clearingHeaders({ status: ERRORS[code].http, outcome, error: code, priceMc: 0, remainingMc: null }) : undefined,
-        internal ? undefined : err.detail,
-      );
+      return errorResponse(code, path.startsWith("/v1/tools/") ? clearingHeaders(unrecorded(code)) : undefined, internal ? undefined : err.detail);
     }
   };
 }
-
-const httpStatusOf = (code: ErrorCode) => ERRORS[code].http;
 
 
 const bearer = (req: Request) => bearerOf(req.headers.get("authorization"));
@@ -115,8 +108,7 @@ async function toolCall(desk: Desk, req: Request, tool: string, options: Handler
     args = await readJson(req);
   } catch (err) {
     if (!(err instanceof WireError)) throw err;
-    const refused: ClearingOutcome = { status: httpStatusOf(err.code), outcome: "refused_request", error: err.code, priceMc: 0, remainingMc: null };
-    return Response.json({ error: err.code }, { status: refused.status, headers: clearingHeaders(refused) });
+    return err.response(clearingHeaders(unrecorded(err.code)));
   }
   let o: ClearingOutcome;
   try {
@@ -125,7 +117,7 @@ async function toolCall(desk: Desk, req: Request, tool: string, options: Handler
     // A fault of the desk (the ledger unavailable, say): a reservation it left open is refunded
     // by the sweep; the agent still gets the clearing headers.
     options.onInternal?.(err);
-    o = { status: 500, outcome: "internal_error", error: "INTERNAL", priceMc: 0, remainingMc: null };
+    o = unrecorded("INTERNAL");
   }
   const headers = clearingHeaders(o);
   if (o.status === 200) return Response.json({ result: o.result, receipt: o.receipt }, { headers });

@@ -6,10 +6,11 @@ import { Server } from "@modelcontextprotocol/sdk/server/index.js";
 import { WebStandardStreamableHTTPServerTransport } from "@modelcontextprotocol/sdk/server/webStandardStreamableHttp.js";
 import { Protocol } from "@modelcontextprotocol/sdk/shared/protocol.js";
 import { CallToolRequestSchema, ErrorCode as RpcErrorCode, ListToolsRequestSchema, McpError, RequestSchema } from "@modelcontextprotocol/sdk/types.js";
+import { type ClearingOutcome, unrecorded } from "../../core/desk/outcomes.ts";
 import { bearerOf } from "../../core/desk/secrets.ts";
 import { type ErrorCode, errorBody, errorResponse } from "../../core/errors.ts";
 import { withReceipt } from "../../core/receipt/index.ts";
-import { allowedTools, type ClearingOutcome, clear, validKey } from "./clearing.ts";
+import { allowedTools, clear, validKey } from "./clearing.ts";
 import type { Desk } from "./desk.ts";
 
 export const MCP_PATH = "/mcp";
@@ -100,7 +101,7 @@ function buildServer(desk: Desk, options: McpOptions): Server {
       outcome = await clear(desk, secret, request.params.name, args);
     } catch (err) {
       options.onInternal?.(err);
-      return refusal({ status: 500, outcome: "internal_error", error: "INTERNAL", priceMc: 0, remainingMc: null });
+      return refusal(unrecorded("INTERNAL"));
     }
     if (outcome.status === 200 && outcome.result !== undefined && outcome.receipt !== undefined) {
       return withReceipt(outcome.result, outcome.receipt);

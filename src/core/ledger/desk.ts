@@ -3,25 +3,12 @@
 // UPDATE (the period reset folded in), and each settlement moves the money, appends the receipt
 // and appends the audit row in one transaction, so a crash leaves all three or none.
 import type { Database } from "bun:sqlite";
-import { hourOf, periodOf } from "../desk/period.ts";
+import { type PlainOutcome, type ReceiptOutcome, type SettleOutcome, statusOf } from "../desk/outcomes.ts";
+import { hourOf, periodOf, type Reset } from "../desk/period.ts";
 import { constantTimeEqual, newId } from "../desk/secrets.ts";
 import { printable } from "../receipt/printable.ts";
 import { openLedger } from "./database.ts";
 import { DESK_MIGRATIONS } from "./desk-migrations.ts";
-
-export type Reset = "none" | "daily" | "monthly";
-
-export type ReceiptOutcome =
-  | "charged"
-  | "refused_not_allowed"
-  | "refused_budget"
-  | "refunded_upstream_error"
-  | "refunded_timeout"
-  | "refunded_args_refused"
-  | "refunded_abandoned";
-
-/** Outcomes of calls that never reach a receipt (audit rows only). */
-export type PlainOutcome = "refused_rate_limited" | "refused_tool_unknown" | "refused_args_invalid";
 
 export type OrgRow = { id: string; name: string; created_at: number };
 
@@ -89,7 +76,7 @@ export type AuditRow = {
   org_id: string;
   key_id: string;
   tool: string;
-  outcome: string;
+  outcome: ReceiptOutcome | PlainOutcome;
   http_status: number;
   price_mc: number;
   upstream_cost_mc: number;
@@ -108,7 +95,7 @@ export type ReservationRow = {
   params_sha256: string;
   created_at: number;
   state: "open" | "settled";
-  outcome: string | null;
+  outcome: SettleOutcome | null;
   receipt_id: string | null;
 };
 
@@ -196,12 +183,10 @@ export type ReserveResult =
   | { kind: "rate_limited"; remainingMc: number }
   | { kind: "key_gone" };
 
-export type SettleOutcome = Exclude<ReceiptOutcome, "refused_not_allowed" | "refused_budget">;
-
 export type SettleResult =
   | { kind: "settled"; receipt: StoredReceipt; remainingMc: number }
   /** Someone settled it first (the abandoned-reservation sweep): nothing changed. */
-  | { kind: "already_settled"; receipt: ReceiptRow | null; outcome: string | null; remainingMc: number };
+  | { kind: "already_settled"; receipt: ReceiptRow | null; outcome: SettleOutcome | null; remainingMc: number };
 
 export class DeskLedgerError extends Error {
   override name = "DeskLedgerError";
@@ -575,8 +560,8 @@ export class DeskLedger {
     return this.immediate(() => {
       const key = this.countFailure(ctx.key.id, ctx.hour)!;
       const remainingMc = key.budget_mc - spentIn(key, ctx.period);
-      const receipt = this.appendReceipt(ctx, make, "refused_not_allowed", 403, 0, remainingMc, ctx.period);
-      this.appendAudit(ctx, "refused_not_allowed", 403, receipt.id);
+      const receipt = this.appendReceipt(ctx, make, "refused_not_allowed", statusOf("refused_not_allowed"), 0, remainingMc, ctx.period);
+      this.appendAudit(ctx, "refused_not_allowed", statusOf("refused_not_allowed"), receipt.id);
       return { receipt, remainingMc };
     });
   }
@@ -621,13 +606,13 @@ export class DeskLedger {
       const now = this.getKey(ctx.key.id);
       if (now === null || now.revoked_at !== null || (now.expires_at !== null && now.expires_at <= ctx.now)) return { kind: "key_gone" };
       if (now.fail_hour === ctx.hour && now.fail_count >= FAILURES_PER_HOUR) {
-        this.appendAudit(ctx, "refused_rate_limited", 429, null);
+        this.appendAudit(ctx, "refused_rate_limited", statusOf("refused_rate_limited"), null);
         return { kind: "rate_limited", remainingMc: now.budget_mc - spentIn(now, ctx.period) };
       }
       const key = this.countFailure(ctx.key.id, ctx.hour)!;
       const remainingMc = key.budget_mc - spentIn(key, ctx.period);
-      const receipt = this.appendReceipt(ctx, make, "refused_budget", 402, 0, remainingMc, ctx.period);
-      this.appendAudit(ctx, "refused_budget", 402, receipt.id);
+      const receipt = this.appendReceipt(ctx, make, "refused_budget", statusOf("refused_budget"), 0, remainingMc, ctx.period);
+      this.appendAudit(ctx, "refused_budget", statusOf("refused_budget"), receipt.id);
       return { kind: "no_room", receipt, remainingMc };
     });
   }
@@ -706,7 +691,7 @@ export class DeskLedger {
       .get({ id: keyId, hour }) as KeyRow | null;
   }
 
-  private appendAudit(ctx: CallContext, outcome: string, httpStatus: number, receiptId: string | null): void {
+  private appendAudit(ctx: CallContext, outcome: ReceiptOutcome | PlainOutcome, httpStatus: number, receiptId: string | null): void {
     const margin = outcome === "charged" ? ctx.priceMc - ctx.upstreamCostMc : 0;
     this.db
       .query(
