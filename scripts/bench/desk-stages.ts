@@ -12,7 +12,7 @@ import { UpstreamClient } from "../../src/commands/desk/upstream.ts";
 import { importSealingKey } from "../../src/core/desk/seal.ts";
 import { hourOf, periodOf } from "../../src/core/desk/period.ts";
 import { lookupOf, sha256 } from "../../src/core/desk/secrets.ts";
-import { DeskLedger } from "../../src/core/ledger/desk.ts";
+import { DeskLedger } from "../../src/adapters/sqlite/desk/ledger.ts";
 import { generateSigningKey, loadSigner, paramsSha256 } from "../../src/core/receipt/index.ts";
 
 const root = resolve(import.meta.dir, "../..");

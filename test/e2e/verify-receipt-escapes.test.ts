@@ -8,7 +8,7 @@ import { Database } from "bun:sqlite";
 import { createPrivateKey, sign } from "node:crypto";
 import { chmodSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { DeskLedger } from "../../src/core/ledger/desk.ts";
+import { DeskLedger } from "../../src/adapters/sqlite/desk/ledger.ts";
 import {
   canonicalJson,
   chainLinkAfter,

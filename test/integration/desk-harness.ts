@@ -6,7 +6,7 @@ import { Desk } from "../../src/commands/desk/desk.ts";
 import { createHandler, type Handler } from "../../src/commands/desk/http.ts";
 import { importSealingKey } from "../../src/core/desk/seal.ts";
 import { sha256 } from "../../src/core/desk/secrets.ts";
-import { DeskLedger } from "../../src/core/ledger/desk.ts";
+import { DeskLedger } from "../../src/adapters/sqlite/desk/ledger.ts";
 import { generateSigningKey, loadSigner } from "../../src/core/receipt/index.ts";
 import { tempDir } from "../helpers/tmp.ts";
 

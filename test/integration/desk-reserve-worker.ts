@@ -4,7 +4,7 @@
 import { readFileSync } from "node:fs";
 import { hourOf, periodOf } from "../../src/core/desk/period.ts";
 import { receiptMakerFor } from "../../src/core/desk/receipt-maker.ts";
-import { DeskLedger } from "../../src/core/ledger/desk.ts";
+import { DeskLedger } from "../../src/adapters/sqlite/desk/ledger.ts";
 import { loadSigner } from "../../src/core/receipt/index.ts";
 
 const [db, keyId, iso, price, attempts, pemFile] = process.argv.slice(2) as [string, string, string, string, string, string];

@@ -2,8 +2,8 @@
 // `attempts` sandbox keys for one network at one instant. Prints {"granted": n, "refused": m}.
 // Usage: bun desk-sandbox-worker.ts DB NETWORK ISO_NOW ATTEMPTS
 import { newId, newKeySecret } from "../../src/core/desk/secrets.ts";
-import { DeskLedger } from "../../src/core/ledger/desk.ts";
-import { grantSandboxKey } from "../../src/core/ledger/desk-sandbox.ts";
+import { DeskLedger } from "../../src/adapters/sqlite/desk/ledger.ts";
+import { grantSandboxKey } from "../../src/adapters/sqlite/desk/sandbox.ts";
 
 const [db, network, iso, attempts] = process.argv.slice(2) as [string, string, string, string];
 const ledger = new DeskLedger(db);

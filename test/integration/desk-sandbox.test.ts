@@ -5,7 +5,7 @@ import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { join } from "node:path";
 import { createHandler, type Handler } from "../../src/commands/desk/http.ts";
 import { sha256 } from "../../src/core/desk/secrets.ts";
-import { sandboxGrants } from "../../src/core/ledger/desk-sandbox.ts";
+import { sandboxGrants } from "../../src/adapters/sqlite/desk/sandbox.ts";
 import { startUpstreamFixture, type UpstreamFixture } from "../fixtures/upstream-server.ts";
 import { ADMIN_TOKEN, makeDeskOnFixture, manualClock, type TestDesk } from "./desk-harness.ts";
 import { rawMcp, serveDesk } from "./desk-mcp-harness.ts";

@@ -5,9 +5,9 @@ import { Database } from "bun:sqlite";
 import { describe, expect, test } from "bun:test";
 import { join } from "node:path";
 import type { AccountAsk, PayAsk } from "../../src/core/asks.ts";
-import { AskLedger } from "../../src/core/ledger/asks.ts";
-import { ASK_LEDGER_MIGRATIONS } from "../../src/core/ledger/asks-migrations.ts";
-import { LedgerOpenError } from "../../src/core/ledger/database.ts";
+import { AskLedger } from "../../src/adapters/sqlite/asks.ts";
+import { ASK_LEDGER_MIGRATIONS } from "../../src/adapters/sqlite/asks-migrations.ts";
+import { LedgerOpenError } from "../../src/adapters/sqlite/database.ts";
 import { PAY_FIELDS } from "../helpers/sample-asks.ts";
 import { tempDir } from "../helpers/tmp.ts";
 

@@ -34,9 +34,9 @@ describe("source boundaries", () => {
     }
   });
 
-  test("only core/ledger touches SQLite", () => {
+  test("only adapters/sqlite touches SQLite", () => {
     for (const f of files) {
-      if (importsOf(f.text).includes("bun:sqlite")) expect(f.path).toStartWith("core/ledger/");
+      if (importsOf(f.text).includes("bun:sqlite")) expect(f.path).toStartWith("adapters/sqlite/");
     }
   });
 

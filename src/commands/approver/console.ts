@@ -3,7 +3,7 @@
 // text never reaches the terminal any other way.
 import type { StoredAsk } from "../../core/asks.ts";
 import { normalizeApprovalIdInput } from "../../core/ids.ts";
-import type { AskLedger } from "../../core/ledger/asks.ts";
+import type { AskLedger } from "../../adapters/sqlite/asks.ts";
 import {
   type ConsoleNote,
   RECAP_WIDTH,

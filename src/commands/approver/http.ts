@@ -5,7 +5,7 @@ import type { StoredAsk } from "../../core/asks.ts";
 import { type ErrorCode, errorResponse, WireError } from "../../core/errors.ts";
 import { readJsonObject } from "../../core/http/body.ts";
 import { isApprovalId } from "../../core/ids.ts";
-import type { AskLedger } from "../../core/ledger/asks.ts";
+import type { AskLedger } from "../../adapters/sqlite/asks.ts";
 import { validateAccountAsk, validatePayAsk } from "../../core/schema/ask.ts";
 
 /** Request bodies above this are refused, whatever Content-Length says. */

@@ -6,7 +6,7 @@ import type { ArgsProblem } from "../../core/desk/args.ts";
 import { type ClearingOutcome, type PlainOutcome, refusal, type SettleOutcome, statusOf } from "../../core/desk/outcomes.ts";
 import { hourOf, periodOf } from "../../core/desk/period.ts";
 import { lookupOf, sha256 } from "../../core/desk/secrets.ts";
-import { type CallContext, FAILURES_PER_HOUR, type KeyRow, spentIn } from "../../core/ledger/desk.ts";
+import { type CallContext, FAILURES_PER_HOUR, type KeyRow, spentIn } from "../../adapters/sqlite/desk/ledger.ts";
 import type { ErrorCode } from "../../core/errors.ts";
 import { bindResult, CanonicalJsonError, type Envelope, paramsSha256 } from "../../core/receipt/index.ts";
 import type { Desk, ToolEntry } from "./desk.ts";

@@ -5,9 +5,9 @@
 import { randomBytes } from "node:crypto";
 import { join } from "node:path";
 import { failure } from "../../cli/voice.ts";
-import { beforeSqliteOpen, sqliteFiles } from "../../core/ledger/database.ts";
-import { DeskLedger, type DeskLedgerOptions } from "../../core/ledger/desk.ts";
-import { DataDirLock, LOCK_FILE } from "../../core/ledger/desk-lock.ts";
+import { beforeSqliteOpen, sqliteFiles } from "../../adapters/sqlite/database.ts";
+import { DeskLedger, type DeskLedgerOptions } from "../../adapters/sqlite/desk/ledger.ts";
+import { DataDirLock, LOCK_FILE } from "../../adapters/sqlite/desk/lock.ts";
 import {
   canonicalPath,
   checkPrivateFile,

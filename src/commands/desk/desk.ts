@@ -7,7 +7,7 @@ import { isLinkLocalOrUnspecified } from "../../core/desk/network.ts";
 import { statusOf } from "../../core/desk/outcomes.ts";
 import { hourOf } from "../../core/desk/period.ts";
 import { type SealingKey, seal, unseal } from "../../core/desk/seal.ts";
-import { type DeskLedger, type ReceiptMaker, type ToolRow, DeskLedgerError } from "../../core/ledger/desk.ts";
+import { type DeskLedger, type ReceiptMaker, type ToolRow, DeskLedgerError } from "../../adapters/sqlite/desk/ledger.ts";
 import { receiptMakerFor } from "../../core/desk/receipt-maker.ts";
 import { type Envelope, generateSigningKey, type Jwks, jwksOf, loadSigner, type ReceiptJwk, type ReceiptSigner } from "../../core/receipt/index.ts";
 import { type UpstreamTool, UpstreamClient } from "./upstream.ts";

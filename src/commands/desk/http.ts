@@ -4,7 +4,7 @@ import { type ClearingOutcome, unrecorded } from "../../core/desk/outcomes.ts";
 import { periodOf } from "../../core/desk/period.ts";
 import { bearerOf, constantTimeEqual, sha256 } from "../../core/desk/secrets.ts";
 import { type ErrorCode, errorResponse, WireError } from "../../core/errors.ts";
-import { spentIn } from "../../core/ledger/desk.ts";
+import { spentIn } from "../../adapters/sqlite/desk/ledger.ts";
 import { type Envelope, resultSha256 } from "../../core/receipt/index.ts";
 import { adminRoutes } from "./admin.ts";
 import { allowedTools, clear, validKey } from "./clearing.ts";

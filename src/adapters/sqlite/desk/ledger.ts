@@ -3,12 +3,12 @@
 // UPDATE (the period reset folded in), and each settlement moves the money, appends the receipt
 // and appends the audit row in one transaction, so a crash leaves all three or none.
 import type { Database } from "bun:sqlite";
-import { type PlainOutcome, type ReceiptOutcome, type SettleOutcome, statusOf } from "../desk/outcomes.ts";
-import { hourOf, periodOf, type Reset } from "../desk/period.ts";
-import { constantTimeEqual, newId } from "../desk/secrets.ts";
-import { printable } from "../receipt/printable.ts";
-import { openLedger } from "./database.ts";
-import { DESK_MIGRATIONS } from "./desk-migrations.ts";
+import { type PlainOutcome, type ReceiptOutcome, type SettleOutcome, statusOf } from "../../../core/desk/outcomes.ts";
+import { hourOf, periodOf, type Reset } from "../../../core/desk/period.ts";
+import { constantTimeEqual, newId } from "../../../core/desk/secrets.ts";
+import { printable } from "../../../core/receipt/printable.ts";
+import { openLedger } from "../database.ts";
+import { DESK_MIGRATIONS } from "./migrations.ts";
 
 export type OrgRow = { id: string; name: string; created_at: number };
 

@@ -1,6 +1,6 @@
 // The desk ledger's schema, as versioned migrations (PRAGMA user_version). Never edit a migration
 // that has shipped: append a new one. The tests open ledgers through these same migrations.
-import type { Migration } from "./database.ts";
+import type { Migration } from "../database.ts";
 
 const V1 = `
 CREATE TABLE meta (

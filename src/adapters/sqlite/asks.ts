@@ -3,7 +3,7 @@
 // single-use; this class adds the answers the approver needs. Time comes only from the
 // injected clock, so expiry is testable and never depends on a hidden Date.now().
 import type { Database } from "bun:sqlite";
-import type { Ask, AskState, StoredAsk } from "../asks.ts";
+import type { Ask, AskState, StoredAsk } from "../../core/asks.ts";
 import { ASK_LEDGER_MIGRATIONS } from "./asks-migrations.ts";
 import { openLedger } from "./database.ts";
 

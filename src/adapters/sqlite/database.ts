@@ -8,7 +8,7 @@ import {
   expectSameFile,
   type FileIdentity,
   openPrivateDir,
-} from "../private-files.ts";
+} from "../../core/private-files.ts";
 
 /** A migration is one SQL script; its version is its 1-based position in the list. */
 export type Migration = { name: string; sql: string };

@@ -1,7 +1,7 @@
 // The sandbox's SQL: its settings, and handing out one key under the per-network daily limit.
 // The limit is one conditional upsert inside the transaction that creates the org and the key,
 // so parallel requests (or processes) from one network never get more than the limit.
-import type { DeskLedger, NewKey } from "./desk.ts";
+import type { DeskLedger, NewKey } from "./ledger.ts";
 
 export type SandboxSettings = { tools: string[]; budgetMc: number; ttlS: number; keysPerDay: number; updatedAt: number };
 
