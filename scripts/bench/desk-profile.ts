@@ -21,7 +21,7 @@ const STAGES: [string, (f: CallFrame) => boolean][] = [
   ["argument validation (Ajv)", (f) => /\/ajv\//.test(f.url)],
   ["params / result hashes (RFC 8785 + sha256)", (f) => /^(paramsSha256|resultSha256|hashJson)$/.test(f.functionName)],
   ["body reading (readJson)", (f) => f.functionName.includes("readJson")],
-  ["clearing path, rest", (f) => f.url.endsWith("commands/desk/clearing.ts")],
+  ["clearing path, rest", (f) => f.url.endsWith("core/desk/clearing.ts")],
   ["HTTP handler, rest (routing, headers, Response.json)", (f) => f.url.endsWith("commands/desk/http.ts")],
   ["other JS of the desk", (f) => f.url.includes("/src/")],
 ];

@@ -5,10 +5,10 @@
 import { join, resolve } from "node:path";
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
-import { clear } from "../../src/commands/desk/clearing.ts";
-import { Desk } from "../../src/commands/desk/desk.ts";
+import { clear } from "../../src/core/desk/clearing.ts";
+import { Desk } from "../../src/core/desk/desk.ts";
 import { createHandler } from "../../src/commands/desk/http.ts";
-import { UpstreamClient } from "../../src/commands/desk/upstream.ts";
+import { UpstreamClient } from "../../src/adapters/mcp-upstream/client.ts";
 import { importSealingKey } from "../../src/core/desk/seal.ts";
 import { hourOf, periodOf } from "../../src/core/desk/period.ts";
 import { lookupOf, sha256 } from "../../src/core/desk/secrets.ts";

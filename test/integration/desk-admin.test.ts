@@ -167,7 +167,7 @@ describe("operator API", () => {
     expect(jwks.keys.every((x) => !("d" in x))).toBe(true);
     expect(verifyResponse(before, jwks, { text: "old" }).every((c) => c.ok)).toBe(true);
     expect(verifyResponse(after, jwks, { text: "new" }).every((c) => c.ok)).toBe(true);
-    const { checkLedger } = await import("../../src/commands/desk/check.ts");
+    const { checkLedger } = await import("../../src/core/desk/check.ts");
     expect(checkLedger(t.ledger).problems).toEqual([]);
   });
 

@@ -258,7 +258,7 @@ describe("clearing path over REST", () => {
       [5, "refused_budget"],
     ]);
     expect(verifyChain(lines)).toEqual({ keys: expect.any(Number), failures: [] });
-    const { checkLedger } = await import("../../src/commands/desk/check.ts");
+    const { checkLedger } = await import("../../src/core/desk/check.ts");
     expect(checkLedger(t.ledger).problems).toEqual([]);
   });
 

@@ -2,7 +2,7 @@
 // temp dir), a real signer and sealing key, and the same fetch handler the binary serves.
 import { expect } from "bun:test";
 import { join } from "node:path";
-import { Desk } from "../../src/commands/desk/desk.ts";
+import { Desk } from "../../src/core/desk/desk.ts";
 import { createHandler, type Handler } from "../../src/commands/desk/http.ts";
 import { importSealingKey } from "../../src/core/desk/seal.ts";
 import { sha256 } from "../../src/core/desk/secrets.ts";

@@ -11,7 +11,7 @@ import { schemaVersion } from "../../src/adapters/sqlite/database.ts";
 import { type CallContext, DeskLedger } from "../../src/adapters/sqlite/desk/ledger.ts";
 import { DESK_MIGRATIONS } from "../../src/adapters/sqlite/desk/migrations.ts";
 import { generateSigningKey, loadSigner } from "../../src/core/receipt/index.ts";
-import { Desk } from "../../src/commands/desk/desk.ts";
+import { Desk } from "../../src/core/desk/desk.ts";
 import { importSealingKey } from "../../src/core/desk/seal.ts";
 import { tempDir } from "../helpers/tmp.ts";
 
@@ -85,7 +85,7 @@ describe("desk ledger", () => {
   });
 
   test("desk check: a receipt row that differs from what was signed is named, whichever column (its org decides who may read it)", async () => {
-    const { checkLedger } = await import("../../src/commands/desk/check.ts");
+    const { checkLedger } = await import("../../src/core/desk/check.ts");
     await using s = await setup(() => Date.parse("2026-11-30T10:00:00Z"));
     s.addKey("key_a", 1000, "none");
     const r = s.reserve("key_a", 100);

@@ -8,7 +8,7 @@ import { Database } from "bun:sqlite";
 import { chmodSync } from "node:fs";
 import { join } from "node:path";
 import fc from "fast-check";
-import { Desk } from "../../src/commands/desk/desk.ts";
+import { Desk } from "../../src/core/desk/desk.ts";
 import { importSealingKey } from "../../src/core/desk/seal.ts";
 import { DeskLedger } from "../../src/adapters/sqlite/desk/ledger.ts";
 import { DESK_MIGRATIONS } from "../../src/adapters/sqlite/desk/migrations.ts";

@@ -3,7 +3,7 @@
 // desk leaves its tool unserved at start-up instead of stopping the desk or being checked by a
 // rule that could stall it.
 import { expect, test } from "bun:test";
-import { Desk } from "../../src/commands/desk/desk.ts";
+import { Desk } from "../../src/core/desk/desk.ts";
 import { importSealingKey } from "../../src/core/desk/seal.ts";
 import { generateSigningKey, loadSigner } from "../../src/core/receipt/index.ts";
 import { type SchemaTool, startSchemaUpstream } from "../fixtures/schema-upstream.ts";

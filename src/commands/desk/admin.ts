@@ -4,7 +4,7 @@
 import { periodOf, RESETS, type Reset } from "../../core/desk/period.ts";
 import { newId, newKeySecret } from "../../core/desk/secrets.ts";
 import { DeskLedgerError, type KeyRow, spentIn } from "../../adapters/sqlite/desk/ledger.ts";
-import type { Desk } from "./desk.ts";
+import type { Desk } from "../../core/desk/desk.ts";
 import { type Body, fail, intIn, objectBody as body, onlyFields, optional, pathSegment, required, timestamp } from "./request.ts";
 import { sandboxAdmin } from "./sandbox.ts";
 

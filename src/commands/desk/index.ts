@@ -8,10 +8,10 @@ import { importSealingKey } from "../../core/desk/seal.ts";
 import { newAdminToken, sha256 } from "../../core/desk/secrets.ts";
 import { type ListenAddress, parseListen, urlHost } from "../../core/http/listen.ts";
 import { generateSigningKey, loadSigner, ReceiptKeyError } from "../../core/receipt/index.ts";
-import { checkLedger } from "./check.ts";
+import { checkLedger } from "../../core/desk/check.ts";
 import { consoleRoutes } from "./console.ts";
 import { dataDirPaths, lockDataDir, openDeskLedger, prepareDataDir, readSecret, replaceSecretFile } from "./data-dir.ts";
-import { ABANDON_MARGIN_MS, DEFAULT_UPSTREAM_TIMEOUT_MS, Desk, SealedHeadersError } from "./desk.ts";
+import { ABANDON_MARGIN_MS, DEFAULT_UPSTREAM_TIMEOUT_MS, Desk, SealedHeadersError } from "../../core/desk/desk.ts";
 import { createHandler } from "./http.ts";
 
 const ADMIN_TOKEN_ENV = "ASK_ONLY_DESK_ADMIN_TOKEN";

@@ -10,8 +10,8 @@ import { type ClearingOutcome, unrecorded } from "../../core/desk/outcomes.ts";
 import { bearerOf } from "../../core/desk/secrets.ts";
 import { type ErrorCode, errorBody, errorResponse } from "../../core/errors.ts";
 import { withReceipt } from "../../core/receipt/index.ts";
-import { allowedTools, clear, validKey } from "./clearing.ts";
-import type { Desk } from "./desk.ts";
+import { allowedTools, clear, validKey } from "../../core/desk/clearing.ts";
+import type { Desk } from "../../core/desk/desk.ts";
 
 export const MCP_PATH = "/mcp";
 const WWW_AUTHENTICATE_REALM = 'Bearer realm="ask-only desk"';

@@ -5,7 +5,7 @@ import { networkOf } from "../../core/desk/network.ts";
 import { periodOf } from "../../core/desk/period.ts";
 import { newId, newKeySecret } from "../../core/desk/secrets.ts";
 import { clearSandbox, getSandbox, grantSandboxKey, type SandboxSettings, setSandbox } from "../../adapters/sqlite/desk/sandbox.ts";
-import type { Desk } from "./desk.ts";
+import type { Desk } from "../../core/desk/desk.ts";
 import { fail, intIn, objectBody, onlyFields, optional, required } from "./request.ts";
 
 const SANDBOX_KEYS_PER_DAY = 5;

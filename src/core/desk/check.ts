@@ -2,7 +2,7 @@
 // desk published, its readable copy, its row against what was signed, and each key's chain.
 // Text read from the ledger is printed through printable, as verify-receipt prints file text.
 import type { DeskLedger, ReceiptRow } from "../../adapters/sqlite/desk/ledger.ts";
-import { ChainVerifier, openEnvelope, printable, type Receipt, ReceiptKeys, type ReceiptJwk } from "../../core/receipt/index.ts";
+import { ChainVerifier, openEnvelope, printable, type Receipt, ReceiptKeys, type ReceiptJwk } from "../receipt/index.ts";
 
 export type CheckReport = { ok: string[]; problems: string[] };
 

@@ -2,15 +2,15 @@
 // whatever the protocol that carried it (REST today, MCP next), goes through `clear`, which
 // returns an outcome and never throws for a caller's mistake.
 //   1 key  2 failure limit  3 tool + arguments  4 allowlist  5 reservation  6 upstream  7 charge
-import type { ArgsProblem } from "../../core/desk/args.ts";
-import { type ClearingOutcome, type PlainOutcome, refusal, type SettleOutcome, statusOf } from "../../core/desk/outcomes.ts";
-import { hourOf, periodOf } from "../../core/desk/period.ts";
-import { lookupOf, sha256 } from "../../core/desk/secrets.ts";
+import type { ArgsProblem } from "./args.ts";
+import { type ClearingOutcome, type PlainOutcome, refusal, type SettleOutcome, statusOf } from "./outcomes.ts";
+import { hourOf, periodOf } from "./period.ts";
+import { lookupOf, sha256 } from "./secrets.ts";
 import { type CallContext, FAILURES_PER_HOUR, type KeyRow, spentIn } from "../../adapters/sqlite/desk/ledger.ts";
-import type { ErrorCode } from "../../core/errors.ts";
-import { bindResult, CanonicalJsonError, type Envelope, paramsSha256 } from "../../core/receipt/index.ts";
+import type { ErrorCode } from "../errors.ts";
+import { bindResult, CanonicalJsonError, type Envelope, paramsSha256 } from "../receipt/index.ts";
 import type { Desk, ToolEntry } from "./desk.ts";
-import type { CallOutcome } from "./upstream.ts";
+import type { CallOutcome } from "../../adapters/mcp-upstream/client.ts";
 
 /** How long the result of a charged call whose agent disconnected is kept, and how many per key. */
 const HELD_RESULT_MS = 60 * 60 * 1000;

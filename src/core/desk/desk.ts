@@ -1,16 +1,16 @@
 // The desk as one object: the ledger, the receipt signer, the sealing key, the registered tools
 // (schemas compiled once) and one MCP client per upstream. The HTTP handler and the clearing
 // path are built on it; tests build it in-process, the binary builds it from its data dir.
-import { type ArgsCheck, compileArgsSchema, SchemaRefused } from "../../core/desk/args.ts";
-import { WireError } from "../../core/errors.ts";
-import { isLinkLocalOrUnspecified } from "../../core/desk/network.ts";
-import { statusOf } from "../../core/desk/outcomes.ts";
-import { hourOf } from "../../core/desk/period.ts";
-import { type SealingKey, seal, unseal } from "../../core/desk/seal.ts";
+import { type ArgsCheck, compileArgsSchema, SchemaRefused } from "./args.ts";
+import { WireError } from "../errors.ts";
+import { isLinkLocalOrUnspecified } from "./network.ts";
+import { statusOf } from "./outcomes.ts";
+import { hourOf } from "./period.ts";
+import { type SealingKey, seal, unseal } from "./seal.ts";
 import { type DeskLedger, type ReceiptMaker, type ToolRow, DeskLedgerError } from "../../adapters/sqlite/desk/ledger.ts";
-import { receiptMakerFor } from "../../core/desk/receipt-maker.ts";
-import { type Envelope, generateSigningKey, type Jwks, jwksOf, loadSigner, type ReceiptJwk, type ReceiptSigner } from "../../core/receipt/index.ts";
-import { type UpstreamTool, UpstreamClient } from "./upstream.ts";
+import { receiptMakerFor } from "./receipt-maker.ts";
+import { type Envelope, generateSigningKey, type Jwks, jwksOf, loadSigner, type ReceiptJwk, type ReceiptSigner } from "../receipt/index.ts";
+import { type UpstreamTool, UpstreamClient } from "../../adapters/mcp-upstream/client.ts";
 
 /** Time the sweep gives a call beyond the upstream timeout before its reservation counts as abandoned. */
 export const ABANDON_MARGIN_MS = 10_000;
