@@ -75,11 +75,11 @@ describe("request bodies over a socket", () => {
     });
 
     test(`${framing}: one byte over the limit is BODY_TOO_LARGE and nothing is recorded`, async () => {
-      const before = t.ledger.listAudit({ orgId: null, keyId: null, sinceMs: null, limit: 1000 }).length;
+      const before = (await t.ledger.records.audit({ orgId: null, keyId: null, sinceMs: null, limit: 1000 })).length;
       const over = JSON.stringify({ pad: "x".repeat(MAX_BODY_BYTES - 9) });
       expect(over.length).toBe(MAX_BODY_BYTES + 1);
       expect(await send(over, framing)).toEqual({ status: 413, body: { error: "BODY_TOO_LARGE" }, outcome: "refused_request" });
-      expect(t.ledger.listAudit({ orgId: null, keyId: null, sinceMs: null, limit: 1000 }).length).toBe(before);
+      expect((await t.ledger.records.audit({ orgId: null, keyId: null, sinceMs: null, limit: 1000 })).length).toBe(before);
     });
   }
 });

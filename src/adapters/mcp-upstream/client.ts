@@ -1,19 +1,13 @@
-// The desk's MCP client for one upstream (Streamable HTTP through the SDK): one session shared
-// by concurrent calls, opened on first use and opened again after a failure; a deadline on
-// every call; and each failure sorted into what the clearing path needs to know (who pays).
+// The desk's MCP client for one upstream (Streamable HTTP through the SDK), the "mcp" kind of the
+// upstream port (core/desk/ports.ts): one session shared by concurrent calls, opened on first use
+// and opened again after a failure; a deadline on every call; and each failure sorted into what
+// the clearing path needs to know (who pays).
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StreamableHTTPClientTransport, StreamableHTTPError } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
 import type { FetchLike } from "@modelcontextprotocol/sdk/shared/transport.js";
 import { CallToolResultSchema, ErrorCode, ListToolsResultSchema, McpError, ResultSchema } from "@modelcontextprotocol/sdk/types.js";
+import type { CallOutcome, Upstream, UpstreamTool } from "../../core/desk/ports.ts";
 import { readAtMost } from "../../core/http/body.ts";
-
-export type UpstreamTool = {
-  name: string;
-  description: string;
-  inputSchema: Record<string, unknown>;
-  /** The tool's other fields the desk shows agents as the upstream listed them (LISTED_FIELDS). */
-  listing: Record<string, unknown>;
-};
 
 /**
  * Fields of an upstream's tool listing that reach agents unchanged (name and description are
@@ -22,16 +16,6 @@ export type UpstreamTool = {
  * for no third-party URL.
  */
 export const LISTED_FIELDS = ["title", "outputSchema", "annotations", "_meta"] as const;
-
-export type CallOutcome =
-  | { kind: "ok"; result: Record<string, unknown> }
-  /** Transport failure, HTTP error status, or a protocol error that is not about the input. */
-  | { kind: "upstream_error" }
-  | { kind: "timeout" }
-  /** JSON-RPC invalid params, or an isError result carrying -32602: the input was refused. */
-  | { kind: "args_refused" }
-  /** Any other isError result: the tool ran and failed. */
-  | { kind: "tool_failed" };
 
 /**
  * HTTP exchanges one upstream may have open at once (calls, their cancellations, the event
@@ -90,7 +74,7 @@ const MAX_TOOL_PAGES = 100;
 
 const CLIENT_INFO = { name: "ask-only-desk", version: "1" };
 
-export class UpstreamClient {
+export class UpstreamClient implements Upstream {
   private session: Promise<Client> | null = null;
 
   constructor(

@@ -6,7 +6,7 @@ import { randomBytes } from "node:crypto";
 import { join } from "node:path";
 import { failure } from "../../cli/voice.ts";
 import { beforeSqliteOpen, sqliteFiles } from "../../adapters/sqlite/database.ts";
-import { DeskLedger, type DeskLedgerOptions } from "../../adapters/sqlite/desk/ledger.ts";
+import { SqliteDeskLedger, type SqliteDeskLedgerOptions } from "../../adapters/sqlite/desk/ledger.ts";
 import { DataDirLock, LOCK_FILE } from "../../adapters/sqlite/desk/lock.ts";
 import {
   canonicalPath,
@@ -99,6 +99,6 @@ export function readSecret(path: string): Buffer {
 }
 
 /** Opens the desk ledger of the directory; its files are checked again around SQLite's open. */
-export function openDeskLedger(d: DataDir, options: DeskLedgerOptions): DeskLedger {
-  return trusted(() => new DeskLedger(d.db, options));
+export function openDeskLedger(d: DataDir, options: SqliteDeskLedgerOptions): SqliteDeskLedger {
+  return trusted(() => new SqliteDeskLedger(d.db, options));
 }

@@ -1,14 +1,11 @@
 // The desk's HTTP surface as one `fetch(Request) → Response` function: the agents' REST API,
 // the public JWKS and the operator API. Tests call it in-process; the binary serves it.
+import type { Desk } from "../../core/desk/desk.ts";
 import { type ClearingOutcome, unrecorded } from "../../core/desk/outcomes.ts";
-import { periodOf } from "../../core/desk/period.ts";
 import { bearerOf, constantTimeEqual, sha256 } from "../../core/desk/secrets.ts";
 import { type ErrorCode, errorResponse, WireError } from "../../core/errors.ts";
-import { spentIn } from "../../adapters/sqlite/desk/ledger.ts";
-import { type Envelope, resultSha256 } from "../../core/receipt/index.ts";
+import type { Envelope } from "../../core/receipt/index.ts";
 import { adminRoutes } from "./admin.ts";
-import { allowedTools, clear, validKey } from "../../core/desk/clearing.ts";
-import type { Desk } from "../../core/desk/desk.ts";
 import { MCP_PATH, mcpEndpoint } from "./mcp.ts";
 import { MAX_BODY_BYTES, pathSegment, readJson, timestamp } from "./request.ts";
 import { type PeerSource, sandboxKey } from "./sandbox.ts";
@@ -54,7 +51,7 @@ export function createHandler(desk: Desk, options: HandlerOptions): Handler {
       if (path === MCP_PATH) return await mcp(req);
       if (path === "/v1/sandbox/keys") {
         if (req.method !== "POST") throw new WireError("NOT_FOUND");
-        return sandboxKey(desk, req, server, options.trustProxy === true);
+        return await sandboxKey(desk, req, server, options.trustProxy === true);
       }
       // Every /v1/tools/… answer carries the clearing headers, an empty tool name too.
       if (path.startsWith("/v1/tools/")) {
@@ -63,16 +60,16 @@ export function createHandler(desk: Desk, options: HandlerOptions): Handler {
       }
       if (req.method === "GET" && path === "/.well-known/receipt-signing-key.json") {
         // no-cache: right after a rotation, a cached key set would fail the new receipts.
-        return Response.json(desk.jwks(), { headers: { "cache-control": "no-cache" } });
+        return Response.json(await desk.jwks(), { headers: { "cache-control": "no-cache" } });
       }
-      if (req.method === "GET" && path === "/v1/tools") return agentTools(desk, req);
-      if (req.method === "GET" && path === "/v1/key") return agentKey(desk, req);
-      if (req.method === "GET" && path === "/v1/receipts") return agentReceipts(desk, req, url);
+      if (req.method === "GET" && path === "/v1/tools") return await agentTools(desk, req);
+      if (req.method === "GET" && path === "/v1/key") return await agentKey(desk, req);
+      if (req.method === "GET" && path === "/v1/receipts") return await agentReceipts(desk, req, url);
       if (req.method === "GET" && path.startsWith("/v1/receipts/") && path.endsWith("/result")) {
-        return heldResult(desk, req, pathSegment(path.slice("/v1/receipts/".length, -"/result".length)), options);
+        return await heldResult(desk, req, pathSegment(path.slice("/v1/receipts/".length, -"/result".length)));
       }
       if (req.method === "GET" && path.startsWith("/v1/receipts/")) {
-        return receiptById(desk, req, pathSegment(path.slice("/v1/receipts/".length)), isAdmin(req));
+        return await receiptById(desk, req, pathSegment(path.slice("/v1/receipts/".length)), isAdmin(req));
       }
       if (path === "/admin" || path.startsWith("/admin/")) {
         if (!isAdmin(req)) return errorResponse("ADMIN_TOKEN_INVALID");
@@ -112,7 +109,7 @@ async function toolCall(desk: Desk, req: Request, tool: string, options: Handler
   }
   let o: ClearingOutcome;
   try {
-    o = await clear(desk, bearer(req), tool, args, req.signal);
+    o = await desk.clear(bearer(req), tool, args, req.signal);
   } catch (err) {
     // A fault of the desk (the ledger unavailable, say): a reservation it left open is refunded
     // by the sweep; the agent still gets the clearing headers.
@@ -128,17 +125,17 @@ async function toolCall(desk: Desk, req: Request, tool: string, options: Handler
 }
 
 function agentKeyOf(desk: Desk, req: Request) {
-  return validKey(desk, bearer(req), desk.now());
+  return desk.validKey(bearer(req));
 }
 
-function agentTools(desk: Desk, req: Request): Response {
-  const key = agentKeyOf(desk, req);
+async function agentTools(desk: Desk, req: Request): Promise<Response> {
+  const key = await agentKeyOf(desk, req);
   if (key === null) return errorResponse("KEY_INVALID");
-  const tools = allowedTools(desk, key).map(({ tool, priceMc }) => ({
-    name: tool.row.name,
-    description: tool.row.description,
+  const tools = desk.allowedTools(key).map(({ tool, priceMc }) => ({
+    name: tool.name,
+    description: tool.description,
     price_mc: priceMc,
-    input_schema: tool.schema,
+    input_schema: tool.inputSchema,
     // What the upstream declared of the answer and the tool's behaviour (null when it did not).
     output_schema: tool.listing.outputSchema ?? null,
     annotations: tool.listing.annotations ?? null,
@@ -146,34 +143,28 @@ function agentTools(desk: Desk, req: Request): Response {
   return Response.json({ tools });
 }
 
-function agentKey(desk: Desk, req: Request): Response {
-  const key = agentKeyOf(desk, req);
+async function agentKey(desk: Desk, req: Request): Promise<Response> {
+  const key = await agentKeyOf(desk, req);
   if (key === null) return errorResponse("KEY_INVALID");
-  const period = periodOf(key.reset, desk.now());
-  const spent = spentIn(key, period);
+  const budget = desk.budgetOf(key);
   return Response.json({
     key_id: key.id,
-    org_id: key.org_id,
-    budget_mc: key.budget_mc,
-    spent_mc: spent,
-    remaining_mc: Math.max(0, key.budget_mc - spent),
+    org_id: key.orgId,
+    budget_mc: key.budgetMc,
+    spent_mc: budget.spentMc,
+    remaining_mc: budget.remainingMc,
     reset: key.reset,
-    period,
+    period: budget.period,
   });
 }
 
 /** A receipt is visible to keys of its own organization, and to the operator. */
-function receiptById(desk: Desk, req: Request, id: string, admin: boolean): Response {
-  let orgId: string | null = null;
-  if (!admin) {
-    const key = agentKeyOf(desk, req);
-    if (key === null) return errorResponse("KEY_INVALID");
-    orgId = key.org_id;
-  }
-  const row = desk.ledger.getReceipt(id);
-  // Another org's receipt answers exactly like a missing one, so ids cannot be probed across orgs.
-  if (row === null || (orgId !== null && row.org_id !== orgId)) return errorResponse("RECEIPT_UNKNOWN");
-  return new Response(row.envelope, { headers: { "content-type": "application/json" } });
+async function receiptById(desk: Desk, req: Request, id: string, admin: boolean): Promise<Response> {
+  const reader = admin ? "operator" : await agentKeyOf(desk, req);
+  if (reader === null) return errorResponse("KEY_INVALID");
+  const receipt = await desk.receiptFor(id, reader);
+  if (receipt === null) return errorResponse("RECEIPT_UNKNOWN");
+  return new Response(receipt.envelope, { headers: { "content-type": "application/json" } });
 }
 
 /** Receipts an agent's key may list at once (GET /v1/receipts). */
@@ -184,8 +175,8 @@ const MAX_LISTED_RECEIPTS = 1000;
  * that lost its connection mid-call finds the receipt of what it was charged for, and which of
  * them hold a result it can still fetch.
  */
-function agentReceipts(desk: Desk, req: Request, url: URL): Response {
-  const key = agentKeyOf(desk, req);
+async function agentReceipts(desk: Desk, req: Request, url: URL): Promise<Response> {
+  const key = await agentKeyOf(desk, req);
   if (key === null) return errorResponse("KEY_INVALID");
   const sinceText = url.searchParams.get("since");
   const since = sinceText === null ? 0 : timestamp(sinceText);
@@ -193,32 +184,18 @@ function agentReceipts(desk: Desk, req: Request, url: URL): Response {
   const limitText = url.searchParams.get("limit");
   const limit = limitText === null ? 100 : Number(limitText);
   if (!Number.isSafeInteger(limit) || limit < 1 || limit > MAX_LISTED_RECEIPTS) throw new WireError("VALUE_INVALID", { field: "limit" });
-  const rows = desk.ledger.keyReceipts(key.id, since, limit);
-  const held = desk.ledger.heldAmong(
-    rows.map((r) => r.id),
-    desk.now(),
-  );
-  const receipts = rows.map((r) => JSON.parse(r.envelope) as Envelope);
-  return Response.json({ receipts, held_results: rows.filter((r) => held.has(r.id)).map((r) => r.id) });
+  const { receipts, held } = await desk.keyReceipts(key, since, limit);
+  return Response.json({ receipts: receipts.map((r) => JSON.parse(r.envelope) as Envelope), held_results: receipts.filter((r) => held.has(r.id)).map((r) => r.id) });
 }
 
 /**
  * GET /v1/receipts/{id}/result: the result of a charged call whose agent disconnected before
- * the answer, for the key that paid, as the success body would have carried it. Checked against
- * the receipt's result_sha256 before it leaves.
+ * the answer, for the key that paid, as the success body would have carried it.
  */
-function heldResult(desk: Desk, req: Request, id: string, options: HandlerOptions): Response {
-  const key = agentKeyOf(desk, req);
+async function heldResult(desk: Desk, req: Request, id: string): Promise<Response> {
+  const key = await agentKeyOf(desk, req);
   if (key === null) return errorResponse("KEY_INVALID");
-  const held = desk.ledger.heldResult(id, desk.now());
-  const row = held === null ? null : desk.ledger.getReceipt(id);
-  // Another key's held result answers exactly like none.
-  if (held === null || row === null || held.key_id !== key.id || row.key_id !== key.id) return errorResponse("RESULT_UNKNOWN");
-  const result = JSON.parse(held.result) as Record<string, unknown>;
-  const receipt = JSON.parse(row.envelope) as Envelope;
-  if (resultSha256(result) !== receipt.receipt.result_sha256) {
-    options.onInternal?.(new Error(`held result of receipt ${id} does not match its result_sha256`));
-    return errorResponse("INTERNAL");
-  }
-  return Response.json({ result, receipt });
+  const held = await desk.heldResultFor(key, id);
+  if (held === null) return errorResponse("RESULT_UNKNOWN");
+  return Response.json(held);
 }

@@ -2,6 +2,7 @@
 // the Desk → Bun.serve. Unsafe configuration stops here, before anything listens.
 import { existsSync, readFileSync } from "node:fs";
 import { serveHardened } from "../../adapters/bun/serve.ts";
+import { mcpConnector } from "../../adapters/mcp-upstream/connector.ts";
 import { failure, info, type Streams, usageError } from "../../cli/voice.ts";
 import { isLinkLocalOrUnspecified } from "../../core/desk/network.ts";
 import { importSealingKey } from "../../core/desk/seal.ts";
@@ -11,7 +12,9 @@ import { generateSigningKey, loadSigner, ReceiptKeyError } from "../../core/rece
 import { checkLedger } from "../../core/desk/check.ts";
 import { consoleRoutes } from "./console.ts";
 import { dataDirPaths, lockDataDir, openDeskLedger, prepareDataDir, readSecret, replaceSecretFile } from "./data-dir.ts";
-import { ABANDON_MARGIN_MS, DEFAULT_UPSTREAM_TIMEOUT_MS, Desk, SealedHeadersError } from "../../core/desk/desk.ts";
+import { Desk } from "../../core/desk/desk.ts";
+import { ABANDON_MARGIN_MS, DEFAULT_UPSTREAM_TIMEOUT_MS } from "../../core/desk/limits.ts";
+import { SealedHeadersError } from "../../core/desk/registry.ts";
 import { createHandler } from "./http.ts";
 
 const ADMIN_TOKEN_ENV = "ASK_ONLY_DESK_ADMIN_TOKEN";
@@ -151,13 +154,13 @@ export async function runDesk(run: DeskRun): Promise<void> {
   if (configured !== null) {
     adminHash = sha256(configured);
   } else {
-    const stored = ledger.getMeta(ADMIN_TOKEN_META);
+    const stored = await ledger.records.meta(ADMIN_TOKEN_META);
     if (stored !== null) {
       adminHash = new Uint8Array(Buffer.from(stored, "hex"));
     } else {
       const token = newAdminToken();
       adminHash = sha256(token);
-      if (!ledger.setMetaOnce(ADMIN_TOKEN_META, Buffer.from(adminHash).toString("hex"))) {
+      if (!(await ledger.records.setMetaOnce(ADMIN_TOKEN_META, Buffer.from(adminHash).toString("hex")))) {
         throw failure("another desk stored an admin token at the same moment", "start the desk again");
       }
       streams.out(`admin token (shown once; only its hash is stored): ${token}\n`);
@@ -169,6 +172,7 @@ export async function runDesk(run: DeskRun): Promise<void> {
   try {
     desk = await Desk.open({
       ledger,
+      connectors: { mcp: mcpConnector },
       signer,
       sealingKey,
       upstreamTimeoutMs: timeoutMs,
@@ -177,7 +181,7 @@ export async function runDesk(run: DeskRun): Promise<void> {
       allowUpstreamHosts,
     });
   } catch (err) {
-    ledger.close();
+    await ledger.close();
     if (err instanceof SealedHeadersError) throw failure(err.message, `${paths.sealingKey} must be the key they were sealed with`);
     throw err;
   }
@@ -185,14 +189,10 @@ export async function runDesk(run: DeskRun): Promise<void> {
   streams.out(`receipt signing key: kid ${signer.kid}\n`);
 
   // Whatever was in flight when the last desk stopped can no longer be answered: refund it.
-  desk.sweepAbandoned(Number.POSITIVE_INFINITY);
+  await desk.sweepAbandoned(Number.POSITIVE_INFINITY);
   const sweep = setInterval(
     () => {
-      try {
-        desk.sweepStale();
-      } catch (err) {
-        log(`sweep of abandoned reservations failed: ${err instanceof Error ? err.name : "error"}`);
-      }
+      desk.sweepStale().catch((err: unknown) => log(`sweep of abandoned reservations failed: ${err instanceof Error ? err.name : "error"}`));
     },
     Math.max(1000, (timeoutMs + ABANDON_MARGIN_MS) / 2),
   );
@@ -209,8 +209,7 @@ export async function runDesk(run: DeskRun): Promise<void> {
   const shutdown = async () => {
     clearInterval(sweep);
     await desk.close();
-    await ledger.stopCheckpointer();
-    ledger.close();
+    await ledger.close();
     lock.release();
   };
   // An upstream call may be silent for the whole timeout: keep the agent's connection open.
@@ -251,11 +250,11 @@ export async function runDeskCheck(run: { data: string; streams: Streams }): Pro
   if (!existsSync(paths.db)) throw failure(`no desk ledger at ${paths.db}`, "give the data directory of a desk with --data DIR");
   const ledger = openDeskLedger(paths, { backgroundCheckpointMs: CHECKPOINT_EVERY_MS });
   try {
-    const report = checkLedger(ledger);
+    const report = await checkLedger(ledger);
     for (const line of report.ok) run.streams.out(`ok: ${line}\n`);
     for (const line of report.problems) run.streams.out(`FAILED: ${line}\n`);
     if (report.problems.length > 0) throw failure(`the desk ledger has ${report.problems.length} problem(s)`);
   } finally {
-    ledger.close();
+    await ledger.close();
   }
 }

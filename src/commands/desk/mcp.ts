@@ -10,7 +10,6 @@ import { type ClearingOutcome, unrecorded } from "../../core/desk/outcomes.ts";
 import { bearerOf } from "../../core/desk/secrets.ts";
 import { type ErrorCode, errorBody, errorResponse } from "../../core/errors.ts";
 import { withReceipt } from "../../core/receipt/index.ts";
-import { allowedTools, clear, validKey } from "../../core/desk/clearing.ts";
 import type { Desk } from "../../core/desk/desk.ts";
 
 export const MCP_PATH = "/mcp";
@@ -39,7 +38,7 @@ export function mcpEndpoint(desk: Desk, options: McpOptions): McpEndpoint {
   const idle: Server[] = [];
   return async (req) => {
     const given = bearerOf(req.headers.get("authorization"));
-    if (given === null || validKey(desk, given, desk.now()) === null) {
+    if (given === null || (await desk.validKey(given)) === null) {
       const challenge = given === null ? WWW_AUTHENTICATE_REALM : `${WWW_AUTHENTICATE_REALM}, error="invalid_token"`;
       return errorResponse("KEY_INVALID", { "www-authenticate": challenge });
     }
@@ -76,12 +75,12 @@ function buildServer(desk: Desk, options: McpOptions): Server {
   const server = new Server(SERVER_INFO, { capabilities: { tools: {} } });
   server.setRequestHandler(ListToolsRequestSchema, async (_request, extra) => {
     // Read again: a key revoked or changed since the auth check shows what it has now.
-    const key = validKey(desk, secretOf(extra), desk.now());
+    const key = await desk.validKey(secretOf(extra));
     if (key === null) return { tools: [] };
-    const tools = allowedTools(desk, key).map(({ tool, priceMc }) => {
-      const text = tool.row.description.trim();
+    const tools = desk.allowedTools(key).map(({ tool, priceMc }) => {
+      const text = tool.description.trim();
       // The upstream's own fields (title, outputSchema, annotations, _meta) as it listed them.
-      return { ...tool.listing, name: tool.row.name, description: `${text === "" ? "" : `${text} `}${priceSentence(priceMc)}`, inputSchema: tool.schema as { type: "object" } };
+      return { ...tool.listing, name: tool.name, description: `${text === "" ? "" : `${text} `}${priceSentence(priceMc)}`, inputSchema: tool.inputSchema as { type: "object" } };
     });
     return { tools };
   });
@@ -98,7 +97,7 @@ function buildServer(desk: Desk, options: McpOptions): Server {
     const args = request.params.arguments ?? {};
     let outcome: ClearingOutcome;
     try {
-      outcome = await clear(desk, secret, request.params.name, args);
+      outcome = await desk.clear(secret, request.params.name, args);
     } catch (err) {
       options.onInternal?.(err);
       return refusal(unrecorded("INTERNAL"));

@@ -1,21 +1,22 @@
 // `desk check`: the ledger's money invariants, then every receipt: its signature under a key the
 // desk published, its readable copy, its row against what was signed, and each key's chain.
 // Text read from the ledger is printed through printable, as verify-receipt prints file text.
-import type { DeskLedger, ReceiptRow } from "../../adapters/sqlite/desk/ledger.ts";
-import { ChainVerifier, openEnvelope, printable, type Receipt, ReceiptKeys, type ReceiptJwk } from "../receipt/index.ts";
+import { ChainVerifier, openEnvelope, printable, type Receipt, ReceiptKeys } from "../receipt/index.ts";
+import type { DeskLedger } from "./ports.ts";
+import type { ReceiptRecord } from "./records.ts";
 
 export type CheckReport = { ok: string[]; problems: string[] };
 
-export function checkLedger(ledger: DeskLedger): CheckReport {
+export async function checkLedger(ledger: Pick<DeskLedger, "check" | "records">): Promise<CheckReport> {
   const ok: string[] = [];
-  const problems = ledger.checkMoney();
+  const problems = await ledger.check.money();
   if (problems.length === 0) ok.push("for every key and period, spent = charges + open reservations");
 
-  const keys = ReceiptKeys.fromJwks({ keys: ledger.listSigningKeys().map((k) => JSON.parse(k.public_jwk) as ReceiptJwk) });
+  const keys = ReceiptKeys.fromJwks({ keys: (await ledger.records.signingKeys()).map((k) => k.publicJwk) });
   const chain = new ChainVerifier();
   let count = 0;
   const before = problems.length;
-  for (const [keyId, rows] of ledger.receiptsByKey()) {
+  for (const [keyId, rows] of await ledger.check.receiptsByKey()) {
     for (const row of rows) {
       count++;
       const opened = openEnvelope(JSON.parse(row.envelope), keys);
@@ -32,17 +33,17 @@ export function checkLedger(ledger: DeskLedger): CheckReport {
   return { ok, problems };
 }
 
-function rowMatches(row: ReceiptRow, s: Receipt, payloadSha256: string | null): boolean {
+function rowMatches(row: ReceiptRecord, s: Receipt, payloadSha256: string | null): boolean {
   return (
     s.id === row.id &&
-    s.org_id === row.org_id &&
-    s.key_id === row.key_id &&
+    s.org_id === row.orgId &&
+    s.key_id === row.keyId &&
     s.seq === row.seq &&
-    Date.parse(s.issued_at) === row.issued_at &&
+    Date.parse(s.issued_at) === row.issuedAt &&
     s.tool === row.tool &&
     s.outcome === row.outcome &&
     s.period === row.period &&
-    s.amount_mc === row.amount_mc &&
+    s.amount_mc === row.amountMc &&
     s.kid === row.kid &&
     payloadSha256 === row.sha256
   );

@@ -1,20 +1,18 @@
 // The clearing path: one function per step, in the contract's order. Every call of a paid tool,
-// whatever the protocol that carried it (REST today, MCP next), goes through `clear`, which
-// returns an outcome and never throws for a caller's mistake.
+// whatever the protocol that carried it (REST or MCP), goes through `clear`, which returns an
+// outcome and never throws for a caller's mistake.
 //   1 key  2 failure limit  3 tool + arguments  4 allowlist  5 reservation  6 upstream  7 charge
-import type { ArgsProblem } from "./args.ts";
-import { type ClearingOutcome, type PlainOutcome, refusal, type SettleOutcome, statusOf } from "./outcomes.ts";
-import { hourOf, periodOf } from "./period.ts";
-import { lookupOf, sha256 } from "./secrets.ts";
-import { type CallContext, FAILURES_PER_HOUR, type KeyRow, spentIn } from "../../adapters/sqlite/desk/ledger.ts";
 import type { ErrorCode } from "../errors.ts";
 import { bindResult, CanonicalJsonError, type Envelope, paramsSha256 } from "../receipt/index.ts";
-import type { Desk, ToolEntry } from "./desk.ts";
-import type { CallOutcome } from "../../adapters/mcp-upstream/client.ts";
-
-/** How long the result of a charged call whose agent disconnected is kept, and how many per key. */
-const HELD_RESULT_MS = 60 * 60 * 1000;
-const HELD_RESULTS_PER_KEY = 20;
+import type { ArgsProblem } from "./args.ts";
+import type { ToolEntry } from "./catalog.ts";
+import type { DeskContext } from "./context.ts";
+import { FAILURES_PER_HOUR, HELD_RESULT_MS, HELD_RESULTS_PER_KEY } from "./limits.ts";
+import { type ClearingOutcome, type PlainOutcome, refusal, type SettleOutcome, statusOf } from "./outcomes.ts";
+import { hourOf, periodOf } from "./period.ts";
+import type { CallContext, CallOutcome } from "./ports.ts";
+import { type DeskKey, spentIn } from "./records.ts";
+import { lookupOf, sha256 } from "./secrets.ts";
 
 type Step<T> = { done: ClearingOutcome } | { next: T };
 
@@ -25,42 +23,41 @@ const stop = (done: ClearingOutcome): { done: ClearingOutcome } => ({ done });
  * when the agent's connection closes: a call charged after that keeps its result for the agent
  * to fetch (it paid for it), and only such a call writes its result to the ledger.
  */
-export async function clear(desk: Desk, keySecret: string | null, toolName: string, args: unknown, agentGone?: AbortSignal): Promise<ClearingOutcome> {
-  const now = desk.now();
-  const key = authenticate(desk, keySecret, now);
-  if ("done" in key) return key.done;
-  const ctx: CallContext = {
-    key: key.next,
-    tool: toolName,
-    priceMc: 0,
-    upstreamCostMc: 0,
-    paramsSha256: "",
-    now,
-    hour: hourOf(now),
-    period: periodOf(key.next.reset, now),
-  };
-  const limited = await checkFailureLimit(desk, ctx);
+export async function clear(d: DeskContext, keySecret: string | null, toolName: string, args: unknown, agentGone?: AbortSignal): Promise<ClearingOutcome> {
+  const now = d.now();
+  const key = await validKey(d, keySecret, now);
+  if (key === null) return keyInvalid();
+  const ctx: CallContext = { key, tool: toolName, priceMc: 0, upstreamCostMc: 0, paramsSha256: "", now, hour: hourOf(now), period: periodOf(key.reset, now) };
+  const limited = await checkFailureLimit(d, ctx);
   if ("done" in limited) return limited.done;
-  const tool = await checkToolAndArgs(desk, ctx, args);
+  const tool = await checkToolAndArgs(d, ctx, args);
   if ("done" in tool) return tool.done;
-  const allowed = await checkAllowlist(desk, ctx);
+  const allowed = await checkAllowlist(d, ctx);
   if ("done" in allowed) return allowed.done;
-  const reserved = await reserve(desk, ctx);
+  const reserved = await reserve(d, ctx);
   if ("done" in reserved) return reserved.done;
-  const answer = await desk.client(tool.next.row.upstream)!.call(tool.next.row.upstream_tool, args as Record<string, unknown>);
-  const settled = await settle(desk, ctx, reserved.next, keepsOutputSchema(tool.next, answer));
+  const answer = await d.registry.upstream(tool.next.upstream)!.call(tool.next.upstreamTool, args as Record<string, unknown>);
+  const settled = await settle(d, ctx, reserved.next, keepsOutputSchema(tool.next, answer));
   if (agentGone?.aborted && settled.status === 200 && settled.result !== undefined && settled.receipt !== undefined) {
-    await holdResult(desk, ctx.key.id, settled.result, settled.receipt);
+    await holdResult(d, ctx.key.id, settled.result, settled.receipt);
   }
   return settled;
 }
 
+/** Step 1: the key a secret opens, or null when it is malformed, unknown, revoked or expired at `now` (401). */
+export async function validKey(d: DeskContext, secret: string | null, now: number): Promise<DeskKey | null> {
+  const lookup = secret === null ? null : lookupOf(secret);
+  const key = lookup === null ? null : await d.ledger.keys.find(lookup, sha256(secret!));
+  if (key === null || key.revokedAt !== null || (key.expiresAt !== null && key.expiresAt <= now)) return null;
+  return key;
+}
+
 /** Keeps a charged result the agent did not receive, for HELD_RESULT_MS (GET /v1/receipts/{id}/result). */
-async function holdResult(desk: Desk, keyId: string, result: Record<string, unknown>, receipt: Envelope): Promise<void> {
-  const now = desk.now();
-  const held = { receiptId: receipt.receipt.id, keyId, result: JSON.stringify(result), heldUntil: now + HELD_RESULT_MS, now, perKey: HELD_RESULTS_PER_KEY };
-  await desk.ledger.batched(() => desk.ledger.holdResult(held));
-  desk.log(`receipt ${held.receiptId}: the agent disconnected before its answer; the result is held for ${HELD_RESULT_MS / 60_000} min`);
+async function holdResult(d: DeskContext, keyId: string, result: Record<string, unknown>, receipt: Envelope): Promise<void> {
+  const now = d.now();
+  const receiptId = receipt.receipt.id;
+  await d.ledger.money.holdResult({ receiptId, keyId, result, heldUntil: now + HELD_RESULT_MS, now, perKey: HELD_RESULTS_PER_KEY });
+  d.log(`receipt ${receiptId}: the agent disconnected before its answer; the result is held for ${HELD_RESULT_MS / 60_000} min`);
 }
 
 /**
@@ -75,28 +72,13 @@ function keepsOutputSchema(tool: ToolEntry, answer: CallOutcome): CallOutcome {
   return fits ? answer : { kind: "upstream_error" };
 }
 
-/** Step 1: unknown, revoked or expired key → 401. */
-function authenticate(desk: Desk, secret: string | null, now: number): Step<KeyRow> {
-  const key = validKey(desk, secret, now);
-  if (key === null) return stop(keyInvalid());
-  return { next: key };
-}
-
-/** The key a secret opens, or null when it is malformed, unknown, revoked or expired at `now`. */
-export function validKey(desk: Desk, secret: string | null, now: number): KeyRow | null {
-  const lookup = secret === null ? null : lookupOf(secret);
-  const key = lookup === null ? null : desk.ledger.findKey(lookup, sha256(secret!));
-  if (key === null || key.revoked_at !== null || (key.expires_at !== null && key.expires_at <= now)) return null;
-  return key;
-}
-
 /**
  * Step 2: too many failed or running calls this UTC hour → 429. An early answer from the key as
  * read; the reservation (step 5) counts and checks again, atomically with the calls in flight.
  */
-async function checkFailureLimit(desk: Desk, ctx: CallContext): Promise<Step<null>> {
-  if (ctx.key.fail_hour !== ctx.hour || ctx.key.fail_count < FAILURES_PER_HOUR) return { next: null };
-  await desk.ledger.batched(() => desk.ledger.recordPlainRefusal(ctx, "refused_rate_limited", statusOf("refused_rate_limited")));
+async function checkFailureLimit(d: DeskContext, ctx: CallContext): Promise<Step<null>> {
+  if (ctx.key.failHour !== ctx.hour || ctx.key.failCount < FAILURES_PER_HOUR) return { next: null };
+  await d.ledger.money.recordPlainRefusal(ctx, "refused_rate_limited");
   return stop(plain(ctx, "refused_rate_limited", "TOO_MANY_FAILURES"));
 }
 
@@ -104,14 +86,14 @@ async function checkFailureLimit(desk: Desk, ctx: CallContext): Promise<Step<nul
  * Step 3: unknown tool → 404; arguments against the tool's schema → 400 with the problems
  * (paths and rule names only). No money moves and the upstream is not called.
  */
-async function checkToolAndArgs(desk: Desk, ctx: CallContext, args: unknown): Promise<Step<ToolEntry>> {
-  const tool = desk.tool(ctx.tool);
+async function checkToolAndArgs(d: DeskContext, ctx: CallContext, args: unknown): Promise<Step<ToolEntry>> {
+  const tool = d.catalog.tool(ctx.tool);
   if (tool === undefined) {
-    await desk.ledger.batched(() => desk.ledger.recordPlainRefusal(ctx, "refused_tool_unknown", statusOf("refused_tool_unknown")));
+    await d.ledger.money.recordPlainRefusal(ctx, "refused_tool_unknown");
     return stop(plain(ctx, "refused_tool_unknown", "TOOL_UNKNOWN"));
   }
   ctx.priceMc = priceFor(ctx.key, tool);
-  ctx.upstreamCostMc = tool.row.upstream_cost_mc;
+  ctx.upstreamCostMc = tool.upstreamCostMc;
   const problems: ArgsProblem[] =
     typeof args !== "object" || args === null || Array.isArray(args) ? [{ path: "/", rule: "type" }] : tool.check(args);
   let hash: string | null = null;
@@ -125,7 +107,7 @@ async function checkToolAndArgs(desk: Desk, ctx: CallContext, args: unknown): Pr
     }
   }
   if (problems.length > 0 || hash === null) {
-    await desk.ledger.batched(() => desk.ledger.recordPlainRefusal(ctx, "refused_args_invalid", statusOf("refused_args_invalid")));
+    await d.ledger.money.recordPlainRefusal(ctx, "refused_args_invalid");
     return stop({ ...plain(ctx, "refused_args_invalid", "ARGS_INVALID"), problems });
   }
   ctx.paramsSha256 = hash;
@@ -133,18 +115,17 @@ async function checkToolAndArgs(desk: Desk, ctx: CallContext, args: unknown): Pr
 }
 
 /** Step 4: the tool is not on the key's allowlist → 403 with a signed receipt. */
-async function checkAllowlist(desk: Desk, ctx: CallContext): Promise<Step<null>> {
-  const allow = JSON.parse(ctx.key.allow) as string[];
-  if (allow.includes(ctx.tool)) return { next: null };
-  const { make, last } = desk.receiptMaker();
-  const { remainingMc } = await desk.ledger.batched(() => desk.ledger.refuseNotAllowed(ctx, make));
+async function checkAllowlist(d: DeskContext, ctx: CallContext): Promise<Step<null>> {
+  if (ctx.key.allow.includes(ctx.tool)) return { next: null };
+  const { make, last } = d.signing.receiptMaker();
+  const { remainingMc } = await d.ledger.money.refuseNotAllowed(ctx, make);
   return stop(refusal("TOOL_NOT_ALLOWED", "refused_not_allowed", { priceMc: ctx.priceMc, remainingMc }, { receipt: last()! }));
 }
 
 /** Step 5: the one conditional UPDATE; no room → 402 with a signed receipt. */
-async function reserve(desk: Desk, ctx: CallContext): Promise<Step<number>> {
-  const { make, last } = desk.receiptMaker();
-  const r = await desk.ledger.batched(() => desk.ledger.reserve(ctx, make));
+async function reserve(d: DeskContext, ctx: CallContext): Promise<Step<number>> {
+  const { make, last } = d.signing.receiptMaker();
+  const r = await d.ledger.money.reserve(ctx, make);
   if (r.kind === "reserved") return { next: r.reservationId };
   if (r.kind === "key_gone") return stop(keyInvalid());
   const money = { priceMc: ctx.priceMc, remainingMc: r.remainingMc };
@@ -165,7 +146,7 @@ export const REFUNDS: Record<Exclude<CallOutcome["kind"], "ok">, { outcome: Sett
  * binds the result's hash into the receipt; every failure refunds in the transaction that
  * writes its receipt.
  */
-async function settle(desk: Desk, ctx: CallContext, reservationId: number, answer: CallOutcome): Promise<ClearingOutcome> {
+async function settle(d: DeskContext, ctx: CallContext, reservationId: number, answer: CallOutcome): Promise<ClearingOutcome> {
   let resultHash: string | null = null;
   if (answer.kind === "ok") {
     try {
@@ -184,9 +165,8 @@ async function settle(desk: Desk, ctx: CallContext, reservationId: number, answe
   }
   const plan = answer.kind === "ok" ? null : REFUNDS[answer.kind];
   const outcome = plan?.outcome ?? "charged";
-  const now = desk.now();
-  const { make, last } = desk.receiptMaker();
-  const settled = await desk.ledger.batched(() => desk.ledger.settle(reservationId, outcome, statusOf(outcome), resultHash, now, hourOf(now), make));
+  const { make, last } = d.signing.receiptMaker();
+  const settled = await d.ledger.money.settle({ reservationId, outcome, resultSha256: resultHash, now: d.now() }, make);
   if (settled.kind === "already_settled") {
     // The sweep refunded it as abandoned while the upstream was still answering: the agent
     // got no answer it pays for, and gets the abandoned receipt.
@@ -199,26 +179,21 @@ async function settle(desk: Desk, ctx: CallContext, reservationId: number, answe
 }
 
 /** The key's own price for the tool, else the tool's default. */
-function priceFor(key: KeyRow, tool: ToolEntry): number {
-  return priceIn(JSON.parse(key.prices) as Record<string, number>, tool);
-}
-
-function priceIn(prices: Record<string, number>, tool: ToolEntry): number {
-  return Object.hasOwn(prices, tool.row.name) ? prices[tool.row.name]! : tool.row.price_mc;
+function priceFor(key: DeskKey, tool: ToolEntry): number {
+  return Object.hasOwn(key.prices, tool.name) ? key.prices[tool.name]! : tool.priceMc;
 }
 
 /** The tools on the key's allowlist that the desk serves, each at the key's price (GET /v1/tools, MCP tools/list). */
-export function allowedTools(desk: Desk, key: KeyRow): { tool: ToolEntry; priceMc: number }[] {
-  const allow = new Set(JSON.parse(key.allow) as string[]);
-  const prices = JSON.parse(key.prices) as Record<string, number>;
-  return desk
-    .allTools()
-    .filter((t) => allow.has(t.row.name))
-    .map((tool) => ({ tool, priceMc: priceIn(prices, tool) }));
+export function allowedTools(d: DeskContext, key: DeskKey): { tool: ToolEntry; priceMc: number }[] {
+  const allow = new Set(key.allow);
+  return d.catalog
+    .all()
+    .filter((t) => allow.has(t.name))
+    .map((tool) => ({ tool, priceMc: priceFor(key, tool) }));
 }
 
 function plain(ctx: CallContext, outcome: PlainOutcome, error: ErrorCode): ClearingOutcome {
-  return refusal(error, outcome, { priceMc: ctx.priceMc, remainingMc: Math.max(0, ctx.key.budget_mc - spentIn(ctx.key, ctx.period)) });
+  return refusal(error, outcome, { priceMc: ctx.priceMc, remainingMc: Math.max(0, ctx.key.budgetMc - spentIn(ctx.key, ctx.period)) });
 }
 
 function keyInvalid(): ClearingOutcome {

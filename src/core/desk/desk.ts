@@ -1,273 +1,236 @@
-// The desk as one object: the ledger, the receipt signer, the sealing key, the registered tools
-// (schemas compiled once) and one MCP client per upstream. The HTTP handler and the clearing
-// path are built on it; tests build it in-process, the binary builds it from its data dir.
-import { type ArgsCheck, compileArgsSchema, SchemaRefused } from "./args.ts";
+// The desk as one object: the operations its faces (the agents' REST API and MCP endpoint, the
+// operator API, the sandbox) call, over the ports it is built with (ports.ts). Each operation
+// lives in the module of its concern; this file only wires them. Tests build it in-process, the
+// binary from its data directory.
+import type { Envelope, Jwks, ReceiptSigner } from "../receipt/index.ts";
+import { Catalog, type ToolEntry } from "./catalog.ts";
+import { allowedTools, clear, validKey } from "./clearing.ts";
+import type { DeskContext } from "./context.ts";
+import * as keys from "./keys.ts";
+import { DEFAULT_UPSTREAM_TIMEOUT_MS } from "./limits.ts";
+import type { ClearingOutcome } from "./outcomes.ts";
+import type { Clock, DeskLedger, Log, ReceiptMaker, SigningKeyStore, UpstreamConnectors } from "./ports.ts";
+import * as receipts from "./receipts.ts";
+import type { AuditEntry, AuditFilter, DeskKey, KeyPatch, Org, ReceiptRecord, SandboxSettings, ToolRecord, UpstreamRecord } from "./records.ts";
+import { sweepAbandoned, sweepStale } from "./recovery.ts";
+import { UpstreamRegistry } from "./registry.ts";
+import * as sandbox from "./sandbox.ts";
+import type { SealingKey } from "./seal.ts";
+import { Signing } from "./signing.ts";
 import { WireError } from "../errors.ts";
-import { isLinkLocalOrUnspecified } from "./network.ts";
-import { statusOf } from "./outcomes.ts";
-import { hourOf } from "./period.ts";
-import { type SealingKey, seal, unseal } from "./seal.ts";
-import { type DeskLedger, type ReceiptMaker, type ToolRow, DeskLedgerError } from "../../adapters/sqlite/desk/ledger.ts";
-import { receiptMakerFor } from "./receipt-maker.ts";
-import { type Envelope, generateSigningKey, type Jwks, jwksOf, loadSigner, type ReceiptJwk, type ReceiptSigner } from "../receipt/index.ts";
-import { type UpstreamTool, UpstreamClient } from "../../adapters/mcp-upstream/client.ts";
-
-/** Time the sweep gives a call beyond the upstream timeout before its reservation counts as abandoned. */
-export const ABANDON_MARGIN_MS = 10_000;
-export const DEFAULT_UPSTREAM_TIMEOUT_MS = 30_000;
-/** Upstream tool names the desk registers (MCP's recommended form). */
-const TOOL_NAME = /^[A-Za-z0-9_.-]{1,128}$/;
-
-export type Clock = () => number;
 
 export type DeskOptions = {
   ledger: DeskLedger;
+  /** One connector per kind of upstream (adapters/mcp-upstream for "mcp"). */
+  connectors: UpstreamConnectors;
   signer: ReceiptSigner;
   sealingKey: SealingKey;
   now?: Clock;
   upstreamTimeoutMs?: number;
-  /** Writes one log line (never a secret); defaults to nothing. */
-  log?: (line: string) => void;
-  /** Stores a new signing key (PKCS#8 PEM) before the desk signs with it; the binary writes its data dir. */
-  storeSigningKey?: (privatePem: string) => void;
+  log?: Log;
+  /** Keeps a new signing key before the desk signs with it; the binary writes its data dir. */
+  storeSigningKey?: SigningKeyStore;
   /** Link-local or unspecified upstream hosts the operator allows (--allow-upstream-host), as URL hostnames. */
   allowUpstreamHosts?: readonly string[];
 };
 
-export type ToolEntry = {
-  row: ToolRow;
-  check: ArgsCheck;
-  schema: Record<string, unknown>;
-  /** The upstream's listed fields agents see unchanged (LISTED_FIELDS of upstream.ts), parsed once. */
-  listing: Record<string, unknown>;
-  /** The listed outputSchema compiled, or null when the tool declares none. */
-  checkOutput: ArgsCheck | null;
-};
-
-/** A tool's listed outputSchema compiled (as input schemas are), or null when it lists none. */
-function compileOutputSchema(listing: Record<string, unknown>): ArgsCheck | null {
-  return Object.hasOwn(listing, "outputSchema") ? compileArgsSchema(listing.outputSchema) : null;
-}
-
-/** Sealed headers that do not open: another sealing key, or an altered row. */
-export class SealedHeadersError extends Error {
-  override name = "SealedHeadersError";
-  constructor(readonly upstream: string) {
-    super(`the sealed headers of upstream ${upstream} do not open`);
-  }
-}
-
 export class Desk {
-  readonly ledger: DeskLedger;
-  readonly now: Clock;
-  readonly upstreamTimeoutMs: number;
-  readonly log: (line: string) => void;
-  private signerNow: ReceiptSigner;
-  private readonly sealingKey: SealingKey;
-  private readonly storeSigningKey: (privatePem: string) => void;
-  private readonly allowUpstreamHosts: ReadonlySet<string>;
-  private readonly clients = new Map<string, UpstreamClient>();
-  private tools = new Map<string, ToolEntry>();
+  readonly #d: DeskContext;
 
-  private constructor(options: DeskOptions) {
-    this.ledger = options.ledger;
-    this.signerNow = options.signer;
-    this.sealingKey = options.sealingKey;
-    this.now = options.now ?? Date.now;
-    this.upstreamTimeoutMs = options.upstreamTimeoutMs ?? DEFAULT_UPSTREAM_TIMEOUT_MS;
-    this.log = options.log ?? (() => {});
-    this.storeSigningKey = options.storeSigningKey ?? (() => {});
-    this.allowUpstreamHosts = new Set(options.allowUpstreamHosts ?? []);
+  private constructor(d: DeskContext) {
+    this.#d = d;
   }
 
-  /** Builds the desk: publishes the signer's key, opens sealed headers, compiles every schema. */
+  /** Builds the desk: publishes the signer's key, opens every upstream, compiles every schema. */
   static async open(options: DeskOptions): Promise<Desk> {
-    const desk = new Desk(options);
-    desk.ledger.addSigningKey(desk.signerNow.kid, JSON.stringify(desk.signerNow.publicJwk()), desk.now());
-    for (const row of desk.ledger.listUpstreams()) {
-      let headers: Record<string, string> = {};
-      try {
-        if (row.sealed_headers !== null) headers = JSON.parse(await unseal(desk.sealingKey, row.name, row.sealed_headers)) as Record<string, string>;
-      } catch {
-        throw new SealedHeadersError(row.name);
-      }
-      desk.clients.set(row.name, new UpstreamClient(row.name, new URL(row.url), headers, desk.upstreamTimeoutMs));
-    }
-    desk.reloadTools();
+    const now = options.now ?? Date.now;
+    const log = options.log ?? (() => {});
+    const upstreamTimeoutMs = options.upstreamTimeoutMs ?? DEFAULT_UPSTREAM_TIMEOUT_MS;
+    const catalog = new Catalog(options.ledger.catalog, log);
+    const registry = new UpstreamRegistry({
+      store: options.ledger.catalog,
+      catalog,
+      connectors: options.connectors,
+      sealingKey: options.sealingKey,
+      timeoutMs: upstreamTimeoutMs,
+      allowHosts: new Set(options.allowUpstreamHosts ?? []),
+      now,
+      log,
+    });
+    const signing = new Signing(options.signer, options.ledger.records, options.storeSigningKey ?? (() => {}), now);
+    const desk = new Desk({ ledger: options.ledger, now, log, upstreamTimeoutMs, catalog, registry, signing });
+    await signing.publish();
+    await registry.openStored();
+    await catalog.reload();
     return desk;
   }
 
-  get signer(): ReceiptSigner {
-    return this.signerNow;
+  now(): number {
+    return this.#d.now();
   }
 
-  /** Re-reads tools and prices into memory; schemas are compiled here, never per call. */
-  reloadTools(): void {
-    const next = new Map<string, ToolEntry>();
-    for (const row of this.ledger.listTools()) {
-      if (row.active !== 1) continue;
-      const previous = this.tools.get(row.name);
-      try {
-        const sameListing = previous?.row.listing === row.listing;
-        const listing = sameListing ? previous!.listing : (JSON.parse(row.listing) as Record<string, unknown>);
-        const checkOutput = sameListing ? previous!.checkOutput : compileOutputSchema(listing);
-        if (previous && previous.row.input_schema === row.input_schema) {
-          next.set(row.name, { ...previous, row, listing, checkOutput });
-          continue;
-        }
-        const schema = JSON.parse(row.input_schema) as Record<string, unknown>;
-        next.set(row.name, { row, schema, check: compileArgsSchema(schema), listing, checkOutput });
-      } catch (err) {
-        // Stored before this desk refused such schemas: the tool is not served (unknown to
-        // agents) rather than checked by a rule that could stall the desk.
-        if (!(err instanceof SchemaRefused)) throw err;
-        this.log(`tool ${row.name}: not served: its schema is refused (${err.message}); refresh its upstream once it changes`);
-      }
-    }
-    this.tools = next;
+  get upstreamTimeoutMs(): number {
+    return this.#d.upstreamTimeoutMs;
   }
 
+  // --- agents ---------------------------------------------------------------------------------
+
+  /** The clearing path (clearing.ts). */
+  clear(keySecret: string | null, toolName: string, args: unknown, agentGone?: AbortSignal): Promise<ClearingOutcome> {
+    return clear(this.#d, keySecret, toolName, args, agentGone);
+  }
+
+  /** The key a secret opens now, or null (unknown, revoked, expired, malformed). */
+  validKey(secret: string | null): Promise<DeskKey | null> {
+    return validKey(this.#d, secret, this.#d.now());
+  }
+
+  allowedTools(key: DeskKey): { tool: ToolEntry; priceMc: number }[] {
+    return allowedTools(this.#d, key);
+  }
+
+  budgetOf(key: DeskKey): { period: string; spentMc: number; remainingMc: number } {
+    return keys.budgetOf(key, this.#d.now());
+  }
+
+  receiptFor(id: string, reader: receipts.Reader): Promise<ReceiptRecord | null> {
+    return receipts.receiptFor(this.#d, id, reader);
+  }
+
+  keyReceipts(key: DeskKey, sinceMs: number, limit: number): Promise<{ receipts: ReceiptRecord[]; held: Set<string> }> {
+    return receipts.keyReceipts(this.#d, key, sinceMs, limit);
+  }
+
+  heldResultFor(key: DeskKey, receiptId: string): Promise<{ result: Record<string, unknown>; receipt: Envelope } | null> {
+    return receipts.heldResultFor(this.#d, key, receiptId);
+  }
+
+  // --- tools and upstreams --------------------------------------------------------------------
+
+  /** A tool the desk serves now (active, its schemas compiled). */
   tool(name: string): ToolEntry | undefined {
-    return this.tools.get(name);
+    return this.#d.catalog.tool(name);
   }
 
   allTools(): ToolEntry[] {
-    return [...this.tools.values()];
+    return this.#d.catalog.all();
   }
 
-  client(upstream: string): UpstreamClient | undefined {
-    return this.clients.get(upstream);
+  /** Every tool the ledger holds, inactive ones too (the operator's view). */
+  toolRecords(): Promise<ToolRecord[]> {
+    return this.#d.ledger.catalog.tools();
   }
 
-  /**
-   * Registers an upstream: the MCP handshake and every page of tools/list happen before
-   * anything is stored, so a registered upstream always has the tools it really serves.
-   */
-  async addUpstream(name: string, url: URL, headers: Record<string, string>): Promise<{ tools: string[] }> {
-    // A link-local address is where clouds serve instance metadata and credentials, and an
-    // unspecified one reaches this host: neither is an upstream unless the operator names it.
-    if (isLinkLocalOrUnspecified(url.hostname) && !this.allowUpstreamHosts.has(url.hostname)) throw new WireError("UPSTREAM_HOST_REFUSED");
-    if (this.ledger.getUpstream(name) !== null) throw new WireError("UPSTREAM_EXISTS");
-    const client = new UpstreamClient(name, url, headers, this.upstreamTimeoutMs);
-    const listed = await this.listOrThrow(client);
-    const sealed = Object.keys(headers).length === 0 ? null : await seal(this.sealingKey, name, JSON.stringify(headers));
-    try {
-      this.ledger.addUpstream({ name, url: url.href, sealedHeaders: sealed, headerNames: Object.keys(headers), now: this.now() }, listed.rows);
-    } catch (err) {
-      await client.close();
-      if (err instanceof DeskLedgerError && err.code === "EXISTS") throw new WireError("UPSTREAM_EXISTS");
-      throw err;
-    }
-    this.clients.set(name, client);
-    this.reloadTools();
-    return { tools: listed.rows.map((r) => r.name) };
+  /** Sets a tool's price; TOOL_UNKNOWN. The desk charges it from the next call. */
+  async priceTool(name: string, priceMc: number, upstreamCostMc: number): Promise<ToolRecord> {
+    if (!(await this.#d.ledger.catalog.setPrice(name, priceMc, upstreamCostMc))) throw new WireError("TOOL_UNKNOWN");
+    await this.#d.catalog.reload();
+    return (await this.#d.ledger.catalog.tool(name))!;
   }
 
-  async refreshUpstream(name: string): Promise<{ tools: string[] }> {
-    const client = this.clients.get(name);
-    if (!client) throw new WireError("UPSTREAM_UNKNOWN");
-    const listed = await this.listOrThrow(client);
-    this.ledger.refreshTools(name, listed.rows, this.now());
-    this.reloadTools();
-    return { tools: listed.rows.map((r) => r.name) };
+  upstreams(): Promise<UpstreamRecord[]> {
+    return this.#d.registry.list();
   }
 
-  private async listOrThrow(client: UpstreamClient) {
-    let tools: UpstreamTool[];
-    try {
-      tools = await client.listTools();
-    } catch (err) {
-      this.log(`upstream ${client.name}: handshake failed (${err instanceof Error ? err.name : "error"})`);
-      throw new WireError("UPSTREAM_UNREACHABLE");
-    }
-    const rows = tools.flatMap((t) => {
-      // A name outside MCP's recommended alphabet and length could not be a receipt's tool field
-      // (or would be ambiguous in a URL path): such a tool is left out.
-      if (!TOOL_NAME.test(t.name)) {
-        this.log(`upstream ${client.name}: left out a tool whose name is not 1-128 of [A-Za-z0-9_.-]`);
-        return [];
-      }
-      // A schema no validator can compile would let any argument through, and one with a
-      // pattern RE2 cannot run could not be checked in linear time: refuse the upstream.
-      try {
-        compileArgsSchema(t.inputSchema);
-      } catch (err) {
-        if (!(err instanceof SchemaRefused)) throw err;
-        this.log(`upstream ${client.name}: tool ${t.name}: input schema refused: ${err.message}`);
-        throw new WireError("UPSTREAM_SCHEMA_REFUSED", { tool: t.name, reason: err.reason });
-      }
-      // Agents are shown the output schema and check answers against it: it must compile too.
-      try {
-        compileOutputSchema(t.listing);
-      } catch (err) {
-        if (!(err instanceof SchemaRefused)) throw err;
-        this.log(`upstream ${client.name}: tool ${t.name}: output schema refused: ${err.message}`);
-        throw new WireError("UPSTREAM_SCHEMA_REFUSED", { tool: t.name, reason: err.reason });
-      }
-      return [
-        { name: `${client.name}__${t.name}`, upstreamTool: t.name, description: t.description, inputSchema: JSON.stringify(t.inputSchema), listing: JSON.stringify(t.listing) },
-      ];
-    });
-    return { rows };
+  addUpstream(name: string, url: URL, headers: Record<string, string>): Promise<{ tools: string[] }> {
+    return this.#d.registry.register(name, url, headers);
   }
 
-  /**
-   * A receipt maker bound to the current signer; `last` keeps the envelope it signed so the
-   * caller can answer with it without parsing the stored text back.
-   */
+  refreshUpstream(name: string): Promise<{ tools: string[] }> {
+    return this.#d.registry.refresh(name);
+  }
+
+  // --- organizations and keys -----------------------------------------------------------------
+
+  createOrg(name: string): Promise<Org> {
+    return keys.createOrg(this.#d, name);
+  }
+
+  orgs(): Promise<Org[]> {
+    return this.#d.ledger.orgs.list();
+  }
+
+  createKey(input: keys.NewKeyInput): Promise<{ keyId: string; secret: string }> {
+    return keys.createKey(this.#d, input);
+  }
+
+  key(id: string): Promise<DeskKey> {
+    return keys.existingKey(this.#d, id);
+  }
+
+  keys(orgId: string | null): Promise<DeskKey[]> {
+    return keys.listKeys(this.#d, orgId);
+  }
+
+  patchKey(id: string, patch: KeyPatch): Promise<DeskKey> {
+    return keys.patchKey(this.#d, id, patch);
+  }
+
+  rotateKey(id: string): Promise<string> {
+    return keys.rotateKey(this.#d, id);
+  }
+
+  revokeKey(id: string): Promise<DeskKey> {
+    return keys.revokeKey(this.#d, id);
+  }
+
+  // --- records --------------------------------------------------------------------------------
+
+  audit(filter: AuditFilter): Promise<AuditEntry[]> {
+    return receipts.audit(this.#d, filter);
+  }
+
+  exportReceipts(filter: { orgId: string | null; sinceMs: number | null }): Promise<ReceiptRecord[]> {
+    return receipts.exportReceipts(this.#d, filter);
+  }
+
+  // --- the sandbox ----------------------------------------------------------------------------
+
+  sandbox(): Promise<SandboxSettings | null> {
+    return sandbox.sandboxSettings(this.#d);
+  }
+
+  setSandbox(input: Parameters<typeof sandbox.setSandbox>[1]): Promise<SandboxSettings> {
+    return sandbox.setSandbox(this.#d, input);
+  }
+
+  clearSandbox(): Promise<void> {
+    return sandbox.clearSandbox(this.#d);
+  }
+
+  grantSandboxKey(address: string | null): Promise<sandbox.SandboxKey> {
+    return sandbox.grantSandboxKey(this.#d, address);
+  }
+
+  // --- signing and recovery -------------------------------------------------------------------
+
+  get signer(): ReceiptSigner {
+    return this.#d.signing.current;
+  }
+
+  /** Signs receipts with `make` as the clearing path does (tests and benchmarks drive the ledger with it). */
   receiptMaker(): { make: ReceiptMaker; last: () => Envelope | null } {
-    let signed: Envelope | null = null;
-    const make = receiptMakerFor(this.signerNow, (envelope) => {
-      signed = envelope;
-    });
-    return { make, last: () => signed };
+    return this.#d.signing.receiptMaker();
   }
 
-  /**
-   * Refunds reservations still open from before `beforeMs` with a signed `refunded_abandoned`
-   * receipt (a desk killed mid-call never charges for an answer nobody received).
-   */
-  sweepAbandoned(beforeMs: number): number {
-    let refunded = 0;
-    for (const id of this.ledger.openReservations(beforeMs)) {
-      const now = this.now();
-      try {
-        const result = this.ledger.settle(id, "refunded_abandoned", statusOf("refunded_abandoned"), null, now, hourOf(now), this.receiptMaker().make);
-        if (result.kind === "settled") refunded++;
-      } catch (err) {
-        // One reservation that cannot be settled must not keep the others open.
-        this.log(`reservation ${id}: refund failed (${err instanceof Error ? err.name : "error"})`);
-      }
-    }
-    if (refunded > 0) this.log(`refunded ${refunded} abandoned reservation(s)`);
-    return refunded;
+  /** Switches to a new signing key; the old one stays in the key set as retired. */
+  rotateSigner(): Promise<{ kid: string; retiredKid: string }> {
+    return this.#d.signing.rotate();
   }
 
-  /** The sweep the running desk repeats: reservations older than the timeout plus a margin. */
-  sweepStale(): number {
-    return this.sweepAbandoned(this.now() - this.upstreamTimeoutMs - ABANDON_MARGIN_MS);
+  jwks(): Promise<Jwks> {
+    return this.#d.signing.jwks();
   }
 
-  /** Switches to a new signing key; the old one stays in the JWKS as retired. Returns the new kid. */
-  rotateSigner(): string {
-    const fresh = generateSigningKey();
-    const signer = loadSigner(fresh.privatePem);
-    this.storeSigningKey(fresh.privatePem);
-    this.ledger.addSigningKey(signer.kid, JSON.stringify(signer.publicJwk()), this.now());
-    this.signerNow = signer;
-    return signer.kid;
+  sweepAbandoned(beforeMs: number): Promise<number> {
+    return sweepAbandoned(this.#d, beforeMs);
   }
 
-  jwks(): Jwks {
-    const retired = this.ledger
-      .listSigningKeys()
-      .filter((k) => k.kid !== this.signerNow.kid)
-      .map((k) => JSON.parse(k.public_jwk) as ReceiptJwk);
-    return jwksOf(this.signerNow.publicJwk(), retired);
+  sweepStale(): Promise<number> {
+    return sweepStale(this.#d);
   }
 
   async close(): Promise<void> {
-    await Promise.all([...this.clients.values()].map((c) => c.close()));
-    this.clients.clear();
+    await this.#d.registry.close();
   }
 }
