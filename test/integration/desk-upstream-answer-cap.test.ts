@@ -3,7 +3,7 @@
 // chunked) at once as an upstream error; an event stream is cut there and, since the SDK then
 // waits for an answer that never comes, ends as a timeout. An answer under the cap is charged.
 import { afterAll, beforeAll, describe, expect, setDefaultTimeout, test } from "bun:test";
-import { MAX_UPSTREAM_ANSWER_BYTES } from "../../src/adapters/mcp-upstream/client.ts";
+import { MAX_UPSTREAM_ANSWER_BYTES } from "../../src/core/desk/limits.ts";
 import { makeDesk, type TestDesk } from "./desk-harness.ts";
 
 type Framing = "declared" | "chunked" | "sse";

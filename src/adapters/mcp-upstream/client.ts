@@ -4,10 +4,10 @@
 // the clearing path needs to know (who pays).
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StreamableHTTPClientTransport, StreamableHTTPError } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
-import type { FetchLike } from "@modelcontextprotocol/sdk/shared/transport.js";
 import { CallToolResultSchema, ErrorCode, ListToolsResultSchema, McpError, ResultSchema } from "@modelcontextprotocol/sdk/types.js";
 import type { CallOutcome, Upstream, UpstreamTool } from "../../core/desk/ports.ts";
-import { readAtMost } from "../../core/http/body.ts";
+import { MAX_EXCHANGES_PER_UPSTREAM, MAX_UPSTREAM_ANSWER_BYTES } from "../../core/desk/limits.ts";
+import { boundedFetch, type Fetch } from "../../core/http/bounded-fetch.ts";
 
 /**
  * Fields of an upstream's tool listing that reach agents unchanged (name and description are
@@ -17,58 +17,6 @@ import { readAtMost } from "../../core/http/body.ts";
  */
 export const LISTED_FIELDS = ["title", "outputSchema", "annotations", "_meta"] as const;
 
-/**
- * HTTP exchanges one upstream may have open at once (calls, their cancellations, the event
- * stream); more wait for a slot within their deadline. Half of the runtime's shared pool of 256
- * fetch connections: one upstream that stops answering cannot take the connections the others need.
- */
-export const MAX_EXCHANGES_PER_UPSTREAM = 128;
-
-/**
- * The most bytes one HTTP exchange with an upstream may carry back (a JSON answer, or all of an
- * event stream): a registered upstream cannot make the desk buffer without end. Past it the
- * exchange fails, and the call is refunded as an upstream error.
- */
-export const MAX_UPSTREAM_ANSWER_BYTES = 4 * 1024 * 1024;
-
-class AnswerTooLarge extends Error {
-  override name = "AnswerTooLarge";
-}
-
-/** A counting semaphore whose waiters give up when their signal aborts. */
-class Slots {
-  private used = 0;
-  private readonly waiting: (() => void)[] = [];
-
-  constructor(private readonly size: number) {}
-
-  acquire(signal: AbortSignal): Promise<void> {
-    if (this.used < this.size && this.waiting.length === 0) {
-      this.used++;
-      return Promise.resolve();
-    }
-    return new Promise((resolve, reject) => {
-      const grant = () => {
-        signal.removeEventListener("abort", giveUp);
-        this.used++;
-        resolve();
-      };
-      const giveUp = () => {
-        const i = this.waiting.indexOf(grant);
-        if (i !== -1) this.waiting.splice(i, 1);
-        reject(signal.reason);
-      };
-      this.waiting.push(grant);
-      signal.addEventListener("abort", giveUp, { once: true });
-    });
-  }
-
-  release(): void {
-    this.used--;
-    this.waiting.shift()?.();
-  }
-}
-
 /** Pages of tools/list read at most, so an upstream cannot keep registration looping. */
 const MAX_TOOL_PAGES = 100;
 
@@ -76,72 +24,17 @@ const CLIENT_INFO = { name: "ask-only-desk", version: "1" };
 
 export class UpstreamClient implements Upstream {
   private session: Promise<Client> | null = null;
+  /** fetch with every HTTP exchange cut at the deadline and the answer bounded (core/http/bounded-fetch.ts). */
+  private readonly boundedFetch: Fetch;
 
   constructor(
     readonly name: string,
     private readonly url: URL,
     private readonly headers: Record<string, string>,
     private readonly timeoutMs: number,
-  ) {}
-
-  /**
-   * fetch with every HTTP exchange cut at the timeout, body included. The SDK's request timeout
-   * only stops waiting: without this, each call to an upstream that accepts and never answers
-   * (or dribbles) kept its socket open for good, and once they filled the runtime's shared pool
-   * of 256 connections every other upstream's calls timed out too.
-   */
-  private readonly boundedFetch: FetchLike = async (url, init) => {
-    const cut = new AbortController();
-    let holding = false;
-    let done = false;
-    // Ends the exchange once: the timer goes and the slot returns.
-    const finish = () => {
-      if (done) return;
-      done = true;
-      clearTimeout(timer);
-      if (holding) this.slots.release();
-    };
-    const timer = setTimeout(() => {
-      cut.abort(new DOMException("the upstream timeout passed", "TimeoutError"));
-      finish();
-    }, this.timeoutMs);
-    // Never what keeps the process alive (an event stream keeps it armed until the stream ends).
-    timer.unref();
-    let handedOff = false;
-    try {
-      await this.slots.acquire(cut.signal);
-      holding = !done;
-      if (done) this.slots.release();
-      const res = await fetch(url, { ...init, signal: init?.signal ? AbortSignal.any([init.signal, cut.signal]) : cut.signal });
-      // An event stream stays under the deadline while it is read; a JSON answer is read here,
-      // so the exchange ends now and does not hold its timer and slot for the whole timeout.
-      if ((res.headers.get("content-type") ?? "").toLowerCase().startsWith("text/event-stream") && res.body !== null) {
-        handedOff = true;
-        let seen = 0;
-        const body = res.body.pipeThrough(
-          new TransformStream<Uint8Array, Uint8Array>({
-            transform(chunk, stream) {
-              seen += chunk.byteLength;
-              if (seen > MAX_UPSTREAM_ANSWER_BYTES) {
-                finish();
-                stream.error(new AnswerTooLarge());
-                return;
-              }
-              stream.enqueue(chunk);
-            },
-            flush: finish,
-          }),
-        );
-        return new Response(body, { status: res.status, statusText: res.statusText, headers: res.headers });
-      }
-      const body = await readAnswer(res);
-      return new Response(res.status === 204 || res.status === 304 ? null : body, { status: res.status, statusText: res.statusText, headers: res.headers });
-    } finally {
-      if (!handedOff) finish();
-    }
-  };
-
-  private readonly slots = new Slots(MAX_EXCHANGES_PER_UPSTREAM);
+  ) {
+    this.boundedFetch = boundedFetch({ timeoutMs, maxExchanges: MAX_EXCHANGES_PER_UPSTREAM, maxAnswerBytes: MAX_UPSTREAM_ANSWER_BYTES });
+  }
 
   /** The shared session: every concurrent caller waits on the same handshake. */
   private connect(timeoutMs: number): Promise<Client> {
@@ -238,20 +131,6 @@ export class UpstreamClient implements Upstream {
     this.session = null;
     if (session) await session.then((c) => c.close()).catch(() => {});
   }
-}
-
-/** A JSON answer's bytes, refused past MAX_UPSTREAM_ANSWER_BYTES whatever it declares. */
-async function readAnswer(res: Response): Promise<ArrayBuffer> {
-  const declared = res.headers.get("content-length");
-  // A declared length bounds what is read (HTTP framing): read it in one go when small enough.
-  if (declared !== null && /^\d{1,15}$/.test(declared)) {
-    if (Number(declared) <= MAX_UPSTREAM_ANSWER_BYTES) return res.arrayBuffer();
-    await res.body?.cancel().catch(() => {});
-    throw new AnswerTooLarge();
-  }
-  const bytes = await readAtMost(res.body, MAX_UPSTREAM_ANSWER_BYTES);
-  if (bytes === undefined) throw new AnswerTooLarge();
-  return bytes.buffer as ArrayBuffer;
 }
 
 const INVALID_PARAMS = String(ErrorCode.InvalidParams);
