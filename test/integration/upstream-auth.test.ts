@@ -6,7 +6,7 @@ import { openCredential } from "../../src/adapters/upstream-auth/open.ts";
 import { setQueryKey } from "../../src/adapters/upstream-auth/static.ts";
 import { importSealingKey, type SealingKey } from "../../src/core/desk/seal.ts";
 import { type AuthConfig, parseAuthConfig, settingsOf } from "../../src/core/upstream/auth-config.ts";
-import { type Credential, CredentialUnavailable } from "../../src/core/upstream/credential.ts";
+import type { Credential, CredentialUnavailable } from "../../src/core/upstream/credential.ts";
 import { openField, replaceCredential, SealedFieldError, sealField } from "../../src/core/upstream/credential-store.ts";
 import { MemoryCredentialStore } from "../helpers/credential-store.ts";
 
