@@ -2,6 +2,8 @@
 // every status mapping, redirects refused, the answer cap, the deadline, the connection slots.
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { RestUpstreamClient } from "../../src/adapters/rest-upstream/client.ts";
+import { fetchDocument, MAX_DOCUMENT_BYTES } from "../../src/adapters/rest-upstream/document-fetch.ts";
+import { DocumentRefused } from "../../src/core/rest/document.ts";
 import { type RestTool, toolsFromOpenApi } from "../../src/core/rest/tools.ts";
 import { type Applied, type Credential, CredentialUnavailable, NO_CREDENTIAL } from "../../src/core/upstream/credential.ts";
 import { MAX_EXCHANGES_PER_UPSTREAM, MAX_UPSTREAM_ANSWER_BYTES, Slots } from "../../src/core/upstream/slots.ts";
@@ -220,5 +222,39 @@ describe("the deadline and the slots", () => {
     expect(slots.inUse()).toBe(0);
     await slots.acquire(new AbortController().signal);
     expect(slots.inUse()).toBe(1);
+  });
+});
+
+describe("a document fetched from openapi_url", () => {
+  const docs = Bun.serve({
+    hostname: "127.0.0.1",
+    port: 0,
+    idleTimeout: 0,
+    async fetch(req) {
+      const path = new URL(req.url).pathname;
+      if (path === "/openapi.json") return Response.json(REST_DOCUMENT);
+      if (path === "/moved") return new Response(null, { status: 301, headers: { location: "/openapi.json" } });
+      if (path === "/yaml") return new Response("openapi: 3.0.3\n", { headers: { "content-type": "application/yaml" } });
+      if (path === "/huge") return new Response(new Uint8Array(MAX_DOCUMENT_BYTES + 1).fill(32));
+      if (path === "/slow") return new Promise<Response>(() => {});
+      return new Response(null, { status: 404 });
+    },
+  });
+  afterAll(() => docs.stop(true));
+  const at = (path: string) => new URL(`http://127.0.0.1:${docs.port}${path}`);
+  const why = (p: Promise<unknown>) => p.then(() => [], (e: unknown) => (e instanceof DocumentRefused ? e.problems : [String(e)]));
+
+  test("fetched once and turned into the same tools as the document given inline", async () => {
+    const fetched = await toolsFromOpenApi("fixture", await fetchDocument(at("/openapi.json"), 2_000));
+    expect(JSON.stringify(fetched.tools)).toBe(JSON.stringify(tools));
+  });
+
+  test("a redirect, an error status, a non-JSON body, an oversized one or a silent server: refused with the reason", async () => {
+    expect(await why(fetchDocument(at("/moved"), 2_000))).toEqual(["openapi_url answered a redirect (301): give the URL it points to"]);
+    expect(await why(fetchDocument(at("/missing"), 2_000))).toEqual(["openapi_url answered HTTP 404"]);
+    expect(await why(fetchDocument(at("/yaml"), 2_000))).toEqual(["the document at openapi_url is not JSON in UTF-8"]);
+    expect(await why(fetchDocument(at("/huge"), 2_000))).toEqual([`the document at openapi_url is over ${MAX_DOCUMENT_BYTES} bytes`]);
+    expect(await why(fetchDocument(at("/slow"), 200))).toEqual(["openapi_url did not answer within 200 ms"]);
+    expect(await why(fetchDocument(new URL("file:///etc/passwd"), 200))).toEqual(["openapi_url is not an http or https URL"]);
   });
 });
