@@ -49,7 +49,13 @@ export class RestUpstreamClient {
   async call(tool: string, args: Record<string, unknown>): Promise<CallOutcome> {
     const entry = this.tools.get(tool);
     if (entry === undefined) return { kind: "upstream_error" };
-    const built = buildRequest(this.baseUrl, entry.operation, args);
+    let built: ReturnType<typeof buildRequest>;
+    try {
+      built = buildRequest(this.baseUrl, entry.operation, args);
+    } catch {
+      // A stored operation that no longer builds: the desk's fault, nothing is sent.
+      return { kind: "upstream_error" };
+    }
     if (!built.ok) return { kind: "args_refused" };
     const request = built.request;
 

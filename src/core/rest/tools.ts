@@ -46,7 +46,14 @@ export async function toolsFromOpenApi(upstream: string, document: unknown): Pro
   const skipped: SkippedOperation[] = [];
   const paths = (doc.paths ?? {}) as Record<string, unknown>;
   for (const [path, rawItem] of Object.entries(paths)) {
-    const item = deref(doc, rawItem) as Record<string, unknown>;
+    let item: Record<string, unknown>;
+    try {
+      item = deref(doc, rawItem) as Record<string, unknown>;
+    } catch (err) {
+      if (!(err instanceof UnsupportedSchema)) throw err;
+      skipped.push({ operation: `* ${path}`, reason: err.message });
+      continue;
+    }
     // Operations in the document's own order.
     for (const key of Object.keys(item)) {
       const label = `${key.toUpperCase()} ${path}`;
