@@ -383,7 +383,7 @@ describe("a $ref outside the document is refused, and nothing it names is fetche
   });
   const dir = tempDir();
   const fifo = join(dir.path, "schema.json");
-  Bun.spawnSync(["mkfifo", fifo]);
+  if (Bun.spawnSync(["mkfifo", fifo]).exitCode !== 0) throw new Error("mkfifo failed: the file-read check cannot run");
   // Opening a FIFO for writing waits until someone opens it for reading: if anything reads the
   // referenced file, this resolves before the test lets it (and closing it ends that read).
   let released = false;
