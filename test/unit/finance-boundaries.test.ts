@@ -1,5 +1,5 @@
 // The finance pieces' place in the tree, read from their import lines: core/finance is pure
-// (core imports and node:crypto only: no runtime, no fetch, no SQLite, no adapter), and
+// (core, node:crypto and arktype only: no runtime, no fetch, no SQLite, no adapter), and
 // adapters/webhooks reaches only into core.
 import { describe, expect, test } from "bun:test";
 import { readdirSync, readFileSync } from "node:fs";
@@ -28,9 +28,9 @@ describe("finance boundaries", () => {
     expect(adapters.length).toBeGreaterThanOrEqual(1);
   });
 
-  test("core/finance imports only core and node:crypto, and never touches the network, a timer or a clock", () => {
+  test("core/finance imports only core, node:crypto and arktype, and never touches the network, a timer or a clock", () => {
     for (const f of core) {
-      for (const spec of importsOf(f.text)) expect(`${f.path} -> ${target(f.path, spec)}`).toMatch(/ -> (core\/|node:crypto$)/);
+      for (const spec of importsOf(f.text)) expect(`${f.path} -> ${target(f.path, spec)}`).toMatch(/ -> (core\/|node:crypto$|arktype$)/);
       expect(`${f.path}: ${/\b(fetch|Bun\.|setTimeout|setInterval|Date\.now|Math\.random|process\.)/.test(f.text)}`).toBe(`${f.path}: false`);
     }
   });
