@@ -4,7 +4,7 @@
 import { describe, expect, test } from "bun:test";
 import fc from "fast-check";
 import { type OrgRecord, openOrgRecord, orgChainProblems, orgRecordProblem, signOrgRecord } from "../../src/core/finance/org-records.ts";
-import { computeStatement, parseStatementPeriod, type Statement, StatementError, type StatementFields, signStatement } from "../../src/core/finance/statement.ts";
+import { computeStatement, parseStatementPeriod, type Statement, StatementError, type StatementFields, signStatement, statementProblem } from "../../src/core/finance/statement.ts";
 import { verifyStatement } from "../../src/core/finance/statement-verify.ts";
 import { generateSigningKey, jwksOf, loadSigner, ReceiptKeys, sha256Hex } from "../../src/core/receipt/index.ts";
 import { exportLines, type HistoryEvent, orgHistory } from "../helpers/org-history.ts";
@@ -224,6 +224,13 @@ describe("the verifier", () => {
     const v = verifyStatement(signStatement(signer, fields), jwks, lines);
     expect(v.checks.map((c) => c.ok)).toEqual([true, true, true, true, false]);
     expect(problemsOf(v)).toEqual(["tools[t1].upstream_cost_mc: the statement says 501, the receipts give 500"]);
+  });
+
+  test("a reader's problem never carries a control character from the file to the terminal", () => {
+    const problem = statementProblem({ ...signedNov.statement, closed: "\u001b[2J\u202e" });
+    expect(problem).toContain("closed");
+    expect(problem).not.toMatch(/[\u0000-\u001f\u007f-\uffff]/);
+    expect(orgRecordProblem({ ...prepaid.records[0]!.record, org_id: 7, reset: "\u001b]0;x\u0007" })).not.toMatch(/[\u0000-\u001f\u007f-\uffff]/);
   });
 
   test("a statement changed without its signature fails the signature, and nothing else is called checked", () => {

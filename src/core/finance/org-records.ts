@@ -9,7 +9,7 @@
 import { type } from "arktype";
 import { hashJson } from "../receipt/hash.ts";
 import type { ReceiptSigner } from "../receipt/sign.ts";
-import type { ReceiptKeys } from "../receipt/verify.ts";
+import { printable, type ReceiptKeys } from "../receipt/verify.ts";
 import { openDocument, type SignedDocument, signDocument } from "./signed-document.ts";
 
 export const ORG_RECORD_VERSION = 1;
@@ -66,7 +66,7 @@ export const ORG_RECORD_FIELDS = [
 /** Null when `value` is a v1 org record, else the first problem (`field must be …`). */
 export function orgRecordProblem(value: unknown): string | null {
   const out = OrgRecordSchema(value);
-  if (out instanceof type.errors) return out.summary.split("\n")[0]!;
+  if (out instanceof type.errors) return printable(out.summary.split("\n")[0]!);
   const r = out as OrgRecord;
   if ((r.seq === 1) !== (r.prev_sha256 === null)) return "prev_sha256 must be null exactly when seq is 1";
   return null;

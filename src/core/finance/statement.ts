@@ -4,8 +4,9 @@
 // desk's JWKS recomputes every figure (statement-verify.ts). Pure: the same function runs on the
 // desk, over its ledger, and in the verifier, over the export; docs/finance.md states the rules.
 import { type } from "arktype";
-import type { Receipt } from "../receipt/types.ts";
 import type { ReceiptSigner } from "../receipt/sign.ts";
+import type { Receipt } from "../receipt/types.ts";
+import { printable } from "../receipt/verify.ts";
 import { count, hex64, isoMs, money, type OrgRecord, type OrgRecordEnvelope, signedMoney, text200 } from "./org-records.ts";
 import { type SignedDocument, signDocument } from "./signed-document.ts";
 
@@ -82,7 +83,7 @@ export type ToolLine = Statement["tools"][number];
 /** Null when `value` reads as a v1 statement (embedded records are opened by the verifier), else the first problem. */
 export function statementProblem(value: unknown): string | null {
   const out = StatementSchema(value);
-  if (out instanceof type.errors) return out.summary.split("\n")[0]!;
+  if (out instanceof type.errors) return printable(out.summary.split("\n")[0]!);
   if (parseStatementPeriod(out.period) === null) return "period must be YYYY-MM or YYYY-MM-DD";
   return null;
 }
