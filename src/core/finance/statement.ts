@@ -43,7 +43,7 @@ const ToolLine = type({
   refunded_price_mc: money,
   refused_calls: count,
 });
-const ChainHead = type({ "+": "reject", key_id: text200, seq: count, sha256: hex64 });
+const ChainHead = type({ "+": "reject", key_id: text200, seq: money.narrow((n, ctx) => n >= 1 || ctx.mustBe("at least 1")), sha256: hex64 });
 const EmbeddedRecord = type({ "+": "reject", payload: "string", signature: "string", kid: "string", record: "object" });
 
 const StatementSchema = type({
