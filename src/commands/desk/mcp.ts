@@ -4,9 +4,17 @@
 // clearing path as REST, and its receipt rides in `_meta["io.ask-only/receipt"]`.
 import { Server } from "@modelcontextprotocol/sdk/server/index.js";
 import { WebStandardStreamableHTTPServerTransport } from "@modelcontextprotocol/sdk/server/webStandardStreamableHttp.js";
-import { CallToolRequestSchema, ListToolsRequestSchema, RequestSchema } from "@modelcontextprotocol/sdk/types.js";
+import {
+  CallToolRequestSchema,
+  ListToolsRequestSchema,
+  McpError,
+  RequestSchema,
+  ErrorCode as RpcErrorCode,
+  SUPPORTED_PROTOCOL_VERSIONS,
+} from "@modelcontextprotocol/sdk/types.js";
 import { bearerOf } from "../../core/desk/secrets.ts";
 import { type ErrorCode, errorBody, errorResponse } from "../../core/errors.ts";
+import { headerAsksOtherVersion, newerRevisionProbe, unsupportedVersion } from "../../core/mcp-version.ts";
 import { withReceipt } from "../../core/receipt/index.ts";
 import { allowedTools, type ClearingOutcome, clear, validKey } from "./clearing.ts";
 import type { Desk } from "./desk.ts";
@@ -59,6 +67,11 @@ export function mcpEndpoint(desk: Desk, options: McpOptions): McpEndpoint {
     }
     // Stateless: no session to resume (GET) or end (DELETE).
     if (req.method !== "POST") return errorResponse("METHOD_NOT_ALLOWED", { allow: "POST" });
+    // A client of another revision hears which versions this endpoint speaks (-32022, HTTP 400).
+    const version = req.headers.get("mcp-protocol-version");
+    if (headerAsksOtherVersion(version, SUPPORTED_PROTOCOL_VERSIONS)) {
+      return Response.json({ jsonrpc: "2.0", id: null, error: unsupportedVersion(version, SUPPORTED_PROTOCOL_VERSIONS) }, { status: 400 });
+    }
 
     const mcp = idle.pop() ?? buildServer(desk, options);
     const transport = new WebStandardStreamableHTTPServerTransport({
@@ -98,6 +111,10 @@ function buildServer(desk: Desk, options: McpOptions): Server {
     });
     return { tools };
   });
+  server.fallbackRequestHandler = async (request) => {
+    const refusal = newerRevisionProbe(request.method, request.params, SUPPORTED_PROTOCOL_VERSIONS);
+    throw refusal ? new McpError(refusal.code, refusal.message, refusal.data) : new McpError(RpcErrorCode.MethodNotFound, "Method not found");
+  };
   server.setRequestHandler(LOOSE_CALL_TOOL, async (loose, extra) => {
     const request = CallToolRequestSchema.parse(loose);
     const secret = secretOf(extra);
