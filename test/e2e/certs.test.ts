@@ -152,6 +152,10 @@ describe("ask-only certs", () => {
   test("a bad --host is a usage error", async () => {
     await using tmp = tempDir();
     const r = await runBinary(["certs", join(tmp.path, "x"), "--host", "not a host"]);
-    expect(r).toEqual({ code: 2, stdout: "", stderr: 'ask-only: error: --host "not a host" is not a DNS name or an IP address\n' });
+    expect(r).toEqual({
+      code: 2,
+      stdout: "",
+      stderr: `ask-only: error: --host "not a host" is not a DNS name or an IP address\nask-only: hint: run 'ask-only certs --help' for usage\n`,
+    });
   });
 });
