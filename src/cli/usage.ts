@@ -1,4 +1,63 @@
-// Hand-written usage for each subcommand: what it does, its options, and examples that run.
+// The usage of each subcommand: what it does and examples that run, written by hand; its options
+// and environment printed from the tables in flags.ts, so help says what the parser and the
+// settings lookup do.
+import {
+  APPROVER_FLAGS,
+  CERTS_FLAGS,
+  DESK_ENV,
+  DESK_FLAGS,
+  type EnvSetting,
+  type Flag,
+  SERVE_MCP_ENV,
+  VERIFY_RECEIPT_FLAGS,
+} from "./flags.ts";
+
+/** The width of the hand-written prose around the options. */
+const WIDTH = 96;
+
+/** `text` cut into lines of at most `width` columns at spaces. */
+function wrap(text: string, width: number): string[] {
+  const lines: string[] = [];
+  let line = "";
+  for (const word of text.split(" ")) {
+    if (line !== "" && line.length + 1 + word.length > width) {
+      lines.push(line);
+      line = word;
+    } else line = line === "" ? word : `${line} ${word}`;
+  }
+  return [...lines, line];
+}
+
+/** Rows of `head` and its text, the text in a column after the widest head. */
+function columns(rows: { head: string; lines: string[] }[]): string {
+  const at = Math.max(...rows.map((r) => r.head.length)) + 4;
+  return rows
+    .flatMap(({ head, lines }) => lines.map((l, i) => `${i === 0 ? `  ${head}`.padEnd(at) : " ".repeat(at)}${l}`.trimEnd()))
+    .join("\n");
+}
+
+/** A setting's help, then what it says about it: required, its default, its variable. */
+function describe(s: { help: string; required?: true; default?: string; env?: string }, width: number): string[] {
+  const facts = [s.required ? "required" : undefined, s.default === undefined ? undefined : `default: ${s.default}`, s.env === undefined ? undefined : `env: ${s.env}`].filter(
+    (f) => f !== undefined,
+  );
+  const joined = facts.join("; ");
+  return [...wrap(s.help, width), ...(joined.length <= width ? (facts.length > 0 ? [joined] : []) : facts.flatMap((f) => wrap(f, width)))];
+}
+
+function optionsOf(flags: readonly Flag[]): string {
+  const rows = [
+    ...flags.map((f) => ({ head: f.value === undefined ? f.name : `${f.name} ${f.value}`, setting: f })),
+    { head: "-h, --help", setting: { help: "print this help" } },
+  ];
+  const width = WIDTH - (Math.max(...rows.map((r) => r.head.length)) + 4);
+  return columns(rows.map((r) => ({ head: r.head, lines: describe(r.setting, width) })));
+}
+
+function environmentOf(settings: readonly EnvSetting[]): string {
+  const width = WIDTH - (Math.max(...settings.map((s) => s.env.length)) + 4);
+  return columns(settings.map((s) => ({ head: s.env, lines: describe({ ...s, env: undefined }, width) })));
+}
 
 export const PROGRAM_USAGE = `ask-only: agents ask for money to be spent; people decide.
 
@@ -29,9 +88,7 @@ Makes two separate certificate authorities and the certificates of the mTLS link
 are discarded: to issue new certificates, run certs again into a new directory.
 
 Options:
-  --host NAME   another DNS name or IP address for the approver's certificate (repeatable);
-                localhost, 127.0.0.1 and ::1 are always included
-  -h, --help    print this help
+${optionsOf(CERTS_FLAGS)}
 
 Files:
   approver.pem, approver.key, client-ca.pem    go to the approver
@@ -48,13 +105,7 @@ An MCP server on stdio with one tool, "request": an agent may ask to pay or to c
 account, and read the state of its ask. It talks to the approver over mutual TLS.
 
 Environment:
-  ASK_ONLY_PAY_URL           the approver, e.g. https://localhost:8443
-  ASK_ONLY_PAY_CLIENT_CERT   client certificate (client.pem)
-  ASK_ONLY_PAY_CLIENT_KEY    client key (client.key)
-  ASK_ONLY_PAY_CA            the approver's CA (approver-ca.pem)
-  ASK_ONLY_PAY_TIMEOUT_MS    how long one exchange with the approver may take
-                             (default 10000)
-  ASK_ONLY_PAY_MAX_AMOUNT    the largest amount of one pay ask (default 1000000)
+${environmentOf(SERVE_MCP_ENV)}
 
 stdout carries JSON-RPC only; logs go to stderr. It stops when the client closes stdin.
 
@@ -69,20 +120,8 @@ export const APPROVER_USAGE = `Usage: ask-only approver [options]
 Accepts asks over mutual TLS only, stores them, shows each one as a recap on this terminal,
 and takes "approve ID" or "deny ID" typed here.
 
-Options (each also from the environment; the flag wins):
-  --cert PATH          server certificate (ASK_ONLY_PAY_APPROVER_CERT)
-  --key PATH           server key (ASK_ONLY_PAY_APPROVER_KEY)
-  --ca PATH            the client CA it trusts (ASK_ONLY_PAY_APPROVER_CA)
-  --listen HOST:PORT   where to listen (default 127.0.0.1:8443)
-                       (ASK_ONLY_PAY_APPROVER_LISTEN)
-  --db PATH            the ask ledger (default $XDG_STATE_HOME/ask-only/asks.db,
-                       else ~/.local/state/ask-only/asks.db) (ASK_ONLY_PAY_APPROVER_DB)
-  --ttl DURATION       how long an ask waits for a decision (default 10m; e.g. 90s, 10m,
-                       1h; at most 168h) (ASK_ONLY_PAY_APPROVER_TTL)
-  --max-pending N      most asks pending at once (default 50)
-  --max-amount AMOUNT  the largest amount of one pay ask, in major units (default 1000000)
-                       (ASK_ONLY_PAY_APPROVER_MAX_PENDING)
-  -h, --help           print this help
+Options (each also from its environment variable; the flag wins):
+${optionsOf(APPROVER_FLAGS)}
 
 Console commands (typed on this terminal; ids in any case):
   list, show ID, approve ID, deny ID, help
@@ -105,28 +144,10 @@ On first start it creates DIR/desk.db, the receipt-signing key and the sealing k
 and prints the signing key's kid. "desk check" verifies the ledger and every receipt chain.
 
 Options:
-  --listen HOST:PORT        where to listen (default 127.0.0.1:8787)
-  --data DIR                data directory (default ./desk-data)
-  --admin-token-file PATH   the operator's bearer token (else ASK_ONLY_DESK_ADMIN_TOKEN;
-                            with neither, the first start generates one and prints it once)
-  --tls-cert PATH           serve HTTPS with this certificate
-  --tls-key PATH            and this key
-  --upstream-timeout SECS   how long an upstream call may take (default 30)
-  --allowed-host HOST       another Host the MCP endpoint (/mcp) and the sandbox answer to,
-                            as NAME (any port) or NAME:PORT; repeatable (loopback names
-                            always pass)
-  --trust-proxy             take the sandbox caller's address from the rightmost
-                            X-Forwarded-For entry (only behind a proxy that sets it)
-  --allow-upstream-host ADDRESS
-                            a link-local or unspecified address (169.254.0.0/16, fe80::/10,
-                            0.0.0.0, ::) an upstream URL may name; refused otherwise;
-                            repeatable (ASK_ONLY_DESK_ALLOW_UPSTREAM_HOST, comma-separated)
-  -h, --help                print this help
+${optionsOf(DESK_FLAGS)}
 
 Environment:
-  ASK_ONLY_DESK_ADMIN_TOKEN the admin token, at least 32 characters
-  ASK_ONLY_DESK_ALLOW_UPSTREAM_HOST
-                            --allow-upstream-host values, comma-separated (the flag wins)
+${environmentOf(DESK_ENV)}
 
 Examples:
   ask-only desk --data ./desk-data
@@ -145,12 +166,7 @@ result (receipt under _meta["io.ask-only/receipt"]) or a bare envelope. Each che
 applies passes, 1 otherwise, 2 for bad usage.
 
 Options:
-  --keys PATH    the desk's JWKS (GET /.well-known/receipt-signing-key.json); retired keys
-                 in it still verify older receipts
-  --args PATH    the arguments object the call was made with (JSON)
-  --jsonl PATH   an export of envelopes, one per line: checks every signature and readable
-                 copy, and each key's chain (seq and prev_sha256)
-  -h, --help     print this help
+${optionsOf(VERIFY_RECEIPT_FLAGS)}
 
 Examples:
   ask-only verify-receipt response.json --keys receipt-signing-key.json --args args.json

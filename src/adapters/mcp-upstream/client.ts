@@ -5,9 +5,10 @@
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StreamableHTTPClientTransport, StreamableHTTPError } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
 import { CallToolResultSchema, ErrorCode, ListToolsResultSchema, McpError, ResultSchema } from "@modelcontextprotocol/sdk/types.js";
-import type { CallOutcome, Upstream, UpstreamTool } from "../../core/desk/ports.ts";
-import { MAX_EXCHANGES_PER_UPSTREAM, MAX_UPSTREAM_ANSWER_BYTES } from "../../core/desk/limits.ts";
-import { boundedFetch, type Fetch } from "../../core/http/bounded-fetch.ts";
+import type { Upstream } from "../../core/desk/ports.ts";
+import type { CallOutcome, UpstreamTool } from "../../core/upstream/outcome.ts";
+import { boundedFetch, type Fetch } from "../../core/upstream/bounded-fetch.ts";
+import { MAX_EXCHANGES_PER_UPSTREAM, MAX_UPSTREAM_ANSWER_BYTES } from "../../core/upstream/slots.ts";
 
 /**
  * Fields of an upstream's tool listing that reach agents unchanged (name and description are
@@ -24,7 +25,7 @@ const CLIENT_INFO = { name: "ask-only-desk", version: "1" };
 
 export class UpstreamClient implements Upstream {
   private session: Promise<Client> | null = null;
-  /** fetch with every HTTP exchange cut at the deadline and the answer bounded (core/http/bounded-fetch.ts). */
+  /** fetch with every HTTP exchange cut at the deadline and the answer bounded (core/upstream/bounded-fetch.ts). */
   private readonly boundedFetch: Fetch;
 
   constructor(

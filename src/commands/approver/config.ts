@@ -2,10 +2,11 @@
 // listens: a bad value stops it with an error and a hint.
 import { homedir } from "node:os";
 import { join, resolve } from "node:path";
+import { APPROVER_FLAGS, flagOf, settingOf } from "../../cli/flags.ts";
 import { failure, usageError } from "../../cli/voice.ts";
 import { parseDuration } from "../../core/duration.ts";
 import { parseListen } from "../../core/http/listen.ts";
-import { DEFAULT_MAX_AMOUNT, isValidMaxAmount } from "../../core/money/amount.ts";
+import { isValidMaxAmount } from "../../core/money/amount.ts";
 import type { TlsPaths, TlsRole } from "../../core/tls/load.ts";
 
 export type ApproverFlags = {
@@ -33,15 +34,12 @@ export type ApproverConfig = {
   maxAmount: string;
 };
 
-const ENV: Record<TlsRole, string> = {
-  cert: "ASK_ONLY_PAY_APPROVER_CERT",
-  key: "ASK_ONLY_PAY_APPROVER_KEY",
-  ca: "ASK_ONLY_PAY_APPROVER_CA",
-};
-
-const DEFAULT_LISTEN = "127.0.0.1:8443";
-const DEFAULT_TTL = "10m";
-const DEFAULT_MAX_PENDING = 50;
+const flag = <N extends (typeof APPROVER_FLAGS)[number]["name"]>(name: N) => flagOf(APPROVER_FLAGS, name);
+const TLS_FLAGS = { cert: flag("--cert"), key: flag("--key"), ca: flag("--ca") };
+const DEFAULT_LISTEN = flag("--listen").default;
+const DEFAULT_TTL = flag("--ttl").default;
+const DEFAULT_MAX_PENDING = Number(flag("--max-pending").default);
+const DEFAULT_MAX_AMOUNT = flag("--max-amount").default;
 /** A cap above this is a typo: the console could not show that many asks to a person. */
 const MAX_MAX_PENDING = 100_000;
 
@@ -55,28 +53,26 @@ export function resolveApproverConfig(flags: ApproverFlags, env: Record<string, 
   const tls = {} as TlsPaths;
   const labels = {} as Record<TlsRole, string>;
   for (const role of ["cert", "key", "ca"] as const) {
-    const fromFlag = flags[role];
-    const fromEnv = env[ENV[role]];
-    const value = fromFlag ?? (fromEnv === "" ? undefined : fromEnv);
-    if (value === undefined) {
+    const given = settingOf(TLS_FLAGS[role], flags, env);
+    if (given === undefined) {
       // Exit 1, as for an unreadable file: the approver cannot run without it.
       throw failure(
         `--${role} is missing`,
-        `give --${role} PATH or set ${ENV[role]}; \`ask-only certs DIR\` makes the files (approver.pem, approver.key, client-ca.pem)`,
+        `give --${role} PATH or set ${TLS_FLAGS[role].env}; \`ask-only certs DIR\` makes the files (approver.pem, approver.key, client-ca.pem)`,
       );
     }
-    tls[role] = value;
-    labels[role] = fromFlag !== undefined ? `--${role}` : ENV[role];
+    tls[role] = given.value;
+    labels[role] = given.from;
   }
 
   // The other settings also come from the environment; a flag wins.
-  const setting = (flag: string | undefined, name: string) => flag ?? (env[name] === "" ? undefined : env[name]);
+  const setting = (name: (typeof APPROVER_FLAGS)[number]["name"]) => settingOf(flag(name), flags, env)?.value;
   const f = {
-    listen: setting(flags.listen, "ASK_ONLY_PAY_APPROVER_LISTEN"),
-    db: setting(flags.db, "ASK_ONLY_PAY_APPROVER_DB"),
-    ttl: setting(flags.ttl, "ASK_ONLY_PAY_APPROVER_TTL"),
-    maxPending: setting(flags.maxPending, "ASK_ONLY_PAY_APPROVER_MAX_PENDING"),
-    maxAmount: setting(flags.maxAmount, "ASK_ONLY_PAY_APPROVER_MAX_AMOUNT"),
+    listen: setting("--listen"),
+    db: setting("--db"),
+    ttl: setting("--ttl"),
+    maxPending: setting("--max-pending"),
+    maxAmount: setting("--max-amount"),
   };
   const listen = parseListen(f.listen ?? DEFAULT_LISTEN);
   if (!listen) throw usageError(`--listen ${JSON.stringify(f.listen)} is not HOST:PORT`, "e.g. --listen 127.0.0.1:8443");

@@ -66,14 +66,18 @@ export class ApproverConsole {
     return ["", ...renderRecap(stored, this.#o.clock(), RECAP_WIDTH)];
   }
 
-  #holdBack(ids: string[]): string[] {
+  /** The narrow notice: every pending ask's id, counted, and the request to widen. */
+  #holdBack(): string[] {
     this.#heldBack = true;
-    return renderNarrowNotice(ids, this.#o.columns() ?? 0);
+    return renderNarrowNotice(
+      this.#o.ledger.listPending().map((s) => s.ask.approval_id),
+      this.#o.columns() ?? 0,
+    );
   }
 
   /** A new ask was stored: show it at once. */
   announce(stored: StoredAsk): void {
-    this.#print(this.narrow ? this.#holdBack([stored.ask.approval_id]) : this.#recapLines(stored));
+    this.#print(this.narrow ? this.#holdBack() : this.#recapLines(stored));
     if (this.#o.isTTY) this.#o.out(BELL);
   }
 
@@ -81,7 +85,7 @@ export class ApproverConsole {
   announcePending(): void {
     const pending = this.#o.ledger.listPending();
     if (pending.length === 0) return;
-    if (this.narrow) this.#print(this.#holdBack(pending.map((s) => s.ask.approval_id)));
+    if (this.narrow) this.#print(this.#holdBack());
     else for (const stored of pending) this.#print(this.#recapLines(stored));
     if (this.#o.isTTY) this.#o.out(BELL);
   }
@@ -91,8 +95,7 @@ export class ApproverConsole {
     if (this.narrow) {
       // Narrowed: recaps already on screen are now re-wrapped by the terminal; say so once.
       if (this.#heldBack) return;
-      const pending = this.#o.ledger.listPending();
-      if (pending.length > 0) this.#print(this.#holdBack(pending.map((s) => s.ask.approval_id)));
+      if (this.#o.ledger.listPending().length > 0) this.#print(this.#holdBack());
       return;
     }
     if (!this.#heldBack) return;
@@ -122,7 +125,7 @@ export class ApproverConsole {
   #list(): string[] {
     const pending = this.#o.ledger.listPending();
     if (pending.length === 0) return note({ kind: "none-pending" });
-    if (this.narrow) return this.#holdBack(pending.map((s) => s.ask.approval_id));
+    if (this.narrow) return this.#holdBack();
     const now = this.#o.clock();
     return pending.map((s) => renderListLine(s, now));
   }
@@ -130,14 +133,14 @@ export class ApproverConsole {
   #show(id: string): string[] {
     const stored = this.#o.ledger.get(id);
     if (!stored) return note({ kind: "unknown-id", id });
-    if (this.narrow) return this.#holdBack([id]);
+    if (this.narrow) return [...note({ kind: "narrow-not-shown", id }), ...this.#holdBack()];
     return this.#recapLines(stored);
   }
 
   #decide(id: string, decision: "approved" | "denied"): string[] {
-    // The person decides on the recap: on a terminal too narrow to show it, nothing is decided
-    // (the notice says to widen it first).
-    if (this.narrow && this.#o.ledger.get(id)?.state === "pending") return this.#holdBack([id]);
+    // The person decides on the recap: on a terminal too narrow to show it, nothing is decided,
+    // and the answer says so before the notice that asks to widen it.
+    if (this.narrow && this.#o.ledger.get(id)?.state === "pending") return [...note({ kind: "narrow-not-decided", id }), ...this.#holdBack()];
     const result = this.#o.ledger.decide(id, decision, decision === "approved" ? this.#o.mintRef() : undefined);
     if (result.ok) return renderDecision(result.stored);
     if (result.reason === "unknown") return note({ kind: "unknown-id", id });

@@ -10,7 +10,8 @@ import type { DeskContext } from "./context.ts";
 import { FAILURES_PER_HOUR, HELD_RESULT_MS, HELD_RESULTS_PER_KEY } from "./limits.ts";
 import { type ClearingOutcome, type PlainOutcome, refusal, type SettleOutcome, statusOf } from "./outcomes.ts";
 import { hourOf, periodOf } from "./period.ts";
-import type { CallContext, CallOutcome } from "./ports.ts";
+import type { CallOutcome } from "../upstream/outcome.ts";
+import type { CallContext } from "./ports.ts";
 import { type DeskKey, spentIn } from "./records.ts";
 import { lookupOf, sha256 } from "./secrets.ts";
 
@@ -139,6 +140,9 @@ export const REFUNDS: Record<Exclude<CallOutcome["kind"], "ok">, { outcome: Sett
   timeout: { outcome: "refunded_timeout", error: "UPSTREAM_TIMEOUT" },
   args_refused: { outcome: "refunded_args_refused", error: "ARGS_REFUSED" },
   tool_failed: { outcome: "refunded_upstream_error", error: "TOOL_FAILED" },
+  // Only a REST upstream's credential fails this way, and none is served yet: docs/rest-upstreams.md
+  // gives it UPSTREAM_AUTH_FAILED once it is.
+  auth_failed: { outcome: "refunded_upstream_error", error: "UPSTREAM_ERROR" },
 };
 
 /**

@@ -16,16 +16,3 @@ export const ABANDON_MARGIN_MS = 10_000;
 export const HELD_RESULT_MS = 60 * 60 * 1000;
 export const HELD_RESULTS_PER_KEY = 20;
 
-/**
- * HTTP exchanges one upstream may have open at once (calls, their cancellations, the event
- * stream); more wait for a slot within their deadline. Half of the runtime's shared pool of 256
- * fetch connections: one upstream that stops answering cannot take the connections the others need.
- */
-export const MAX_EXCHANGES_PER_UPSTREAM = 128;
-
-/**
- * The most bytes one HTTP exchange with an upstream may carry back (a JSON answer, or all of an
- * event stream): a registered upstream cannot make the desk buffer without end. Past it the
- * exchange fails, and the call is refunded as an upstream error.
- */
-export const MAX_UPSTREAM_ANSWER_BYTES = 4 * 1024 * 1024;

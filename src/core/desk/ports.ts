@@ -3,6 +3,7 @@
 // client (adapters/mcp-upstream) today's upstream. Another backend is another adapter passing
 // the same tests. Every ledger method is async, so an adapter may be a network database.
 import type { ReceiptJwk } from "../receipt/index.ts";
+import type { CallOutcome, UpstreamTool } from "../upstream/outcome.ts";
 import type { PlainOutcome, ReceiptOutcome, SettleOutcome } from "./outcomes.ts";
 import type {
   AuditEntry,
@@ -211,26 +212,8 @@ export interface DeskLedger {
 }
 
 // --- upstreams -------------------------------------------------------------------------------
-
-/** One tool as an upstream lists it. */
-export type UpstreamTool = {
-  name: string;
-  description: string;
-  inputSchema: Record<string, unknown>;
-  /** The tool's other fields the desk shows agents as the upstream listed them. */
-  listing: Record<string, unknown>;
-};
-
-/** What an upstream's answer means for who pays. */
-export type CallOutcome =
-  | { kind: "ok"; result: Record<string, unknown> }
-  /** Transport failure, HTTP error status, or a protocol error that is not about the input. */
-  | { kind: "upstream_error" }
-  | { kind: "timeout" }
-  /** The upstream refused the input. */
-  | { kind: "args_refused" }
-  /** The tool ran and reported a failure. */
-  | { kind: "tool_failed" };
+// What a call comes to and what an upstream lists are every upstream adapter's vocabulary
+// (core/upstream/outcome.ts).
 
 /** A paid tool server. */
 export interface Upstream {

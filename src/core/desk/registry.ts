@@ -5,7 +5,8 @@ import { WireError } from "../errors.ts";
 import { compileArgsSchema, SchemaRefused } from "./args.ts";
 import { type Catalog, compileOutputSchema } from "./catalog.ts";
 import { isLinkLocalOrUnspecified } from "./network.ts";
-import { type CatalogStore, type Clock, LedgerConflict, type Log, type Upstream, type UpstreamConnectors, type UpstreamTool } from "./ports.ts";
+import type { UpstreamTool } from "../upstream/outcome.ts";
+import { type CatalogStore, type Clock, LedgerConflict, type Log, type Upstream, type UpstreamConnectors } from "./ports.ts";
 import type { ToolListing, UpstreamRecord } from "./records.ts";
 import { type SealingKey, seal, unseal } from "./seal.ts";
 

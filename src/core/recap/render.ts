@@ -209,7 +209,10 @@ export type ConsoleNote =
   | { kind: "expired"; id: string }
   | { kind: "unknown-id"; id: string }
   | { kind: "not-an-id" }
-  | { kind: "none-pending" };
+  | { kind: "none-pending" }
+  /** On a terminal too narrow for the recap: said before the narrow notice. */
+  | { kind: "narrow-not-decided"; id: string }
+  | { kind: "narrow-not-shown"; id: string };
 
 export function renderConsoleNote(note: ConsoleNote): string {
   switch (note.kind) {
@@ -224,5 +227,9 @@ export function renderConsoleNote(note: ConsoleNote): string {
       return "not an ask id: ids are 10 characters, 0-9 and A-Z without I L O U";
     case "none-pending":
       return "no pending asks";
+    case "narrow-not-decided":
+      return `${checkedId(note.id)}: not decided`;
+    case "narrow-not-shown":
+      return `${checkedId(note.id)}: not shown`;
   }
 }

@@ -47,6 +47,12 @@ export type ReceiptSigner = {
   publicJwk(): ReceiptJwk;
   /** Sets v and kid, checks the receipt (throws ReceiptInvalidError) and signs its canonical bytes. */
   sign(fields: ReceiptFields): Envelope;
+  /**
+   * The 64-byte Ed25519 signature of `bytes` under the same key, for the desk's other signed
+   * documents (top-up records, statements, webhook v1a). Each of those carries its own `type`
+   * or shape, so no signature over one can be read as a receipt (docs/finance.md).
+   */
+  signBytes(bytes: Uint8Array): Uint8Array;
 };
 
 /** Parses a PKCS#8 PEM Ed25519 private key once; throws ReceiptKeyError for anything else. */
@@ -80,6 +86,7 @@ export function loadSigner(privatePem: string): ReceiptSigner {
         receipt: receipt as Receipt,
       };
     },
+    signBytes: (bytes) => new Uint8Array(sign(null, bytes, privateKey)),
   };
 }
 

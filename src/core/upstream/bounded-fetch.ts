@@ -4,7 +4,8 @@
 // declares. Without the cut, each call to an upstream that accepts and never answers (or
 // dribbles) kept its socket open for good, and once they filled the runtime's shared pool of 256
 // connections every other upstream's calls timed out too. Any kind of upstream client uses it.
-import { readAtMost } from "./body.ts";
+import { readAtMost } from "../http/body.ts";
+import { Slots } from "./slots.ts";
 
 export type Fetch = (url: string | URL, init?: RequestInit) => Promise<Response>;
 
@@ -13,40 +14,6 @@ export type FetchBounds = { timeoutMs: number; maxExchanges: number; maxAnswerBy
 /** An answer past the byte bound: the exchange fails as a transport failure would. */
 export class AnswerTooLarge extends Error {
   override name = "AnswerTooLarge";
-}
-
-/** A counting semaphore whose waiters give up when their signal aborts. */
-class Slots {
-  private used = 0;
-  private readonly waiting: (() => void)[] = [];
-
-  constructor(private readonly size: number) {}
-
-  acquire(signal: AbortSignal): Promise<void> {
-    if (this.used < this.size && this.waiting.length === 0) {
-      this.used++;
-      return Promise.resolve();
-    }
-    return new Promise((resolve, reject) => {
-      const grant = () => {
-        signal.removeEventListener("abort", giveUp);
-        this.used++;
-        resolve();
-      };
-      const giveUp = () => {
-        const i = this.waiting.indexOf(grant);
-        if (i !== -1) this.waiting.splice(i, 1);
-        reject(signal.reason);
-      };
-      this.waiting.push(grant);
-      signal.addEventListener("abort", giveUp, { once: true });
-    });
-  }
-
-  release(): void {
-    this.used--;
-    this.waiting.shift()?.();
-  }
 }
 
 /** A fetch with its own slots: one per peer, so one that stops answering cannot take the others' connections. */
@@ -108,7 +75,10 @@ export function boundedFetch(bounds: FetchBounds): Fetch {
 async function readAnswer(res: Response, max: number): Promise<ArrayBuffer> {
   const declared = res.headers.get("content-length");
   // A declared length bounds what is read (HTTP framing): read it in one go when small enough.
-  if (declared !== null && /^\d{1,15}$/.test(declared)) {
+  // Not for a compressed answer: fetch decompresses it, and its length tells only the wire size
+  // (a few KB of gzip can hold gigabytes), so it is counted as it decompresses.
+  const encoded = (res.headers.get("content-encoding") ?? "identity").toLowerCase() !== "identity";
+  if (!encoded && declared !== null && /^\d{1,15}$/.test(declared)) {
     if (Number(declared) <= max) return res.arrayBuffer();
     await res.body?.cancel().catch(() => {});
     throw new AnswerTooLarge();
