@@ -1,9 +1,10 @@
-// The approver's HTTP API, behind mutual TLS. Three routes and nothing else: create a pay ask,
-// create an account ask, read an ask's state. There is no route that approves, denies, cancels
+// The approver's HTTP API, behind mutual TLS. Three routes and nothing else (one table): create a
+// pay ask, create an account ask, read an ask's state. There is no route that approves, denies, cancels
 // or executes anything: a decision is typed on the console, never sent over the wire.
 import type { StoredAsk } from "../../core/asks.ts";
 import { type ErrorCode, errorResponse, WireError } from "../../core/errors.ts";
 import { readJsonObject } from "../../core/http/body.ts";
+import { pathOf, routeTable } from "../../core/http/routes.ts";
 import { isApprovalId } from "../../core/ids.ts";
 import type { AskLedger } from "../../adapters/sqlite/asks.ts";
 import { validateAccountAsk, validatePayAsk } from "../../core/schema/ask.ts";
@@ -35,22 +36,6 @@ export function approverTls(files: { cert: string; key: string; ca: string }) {
   return { cert: files.cert, key: files.key, ca: files.ca, requestCert: true, rejectUnauthorized: true } as const;
 }
 
-const ASK_PATH = /^\/v1\/asks\/([^/]+)$/;
-
-/**
- * The request's path, query and fragment dropped. Read without the Host header, which any client
- * may fill with something that is no host (`a b`, `[::1`, `x:99999`): parsing the whole URL
- * would throw, and a client's bad header would become a server fault.
- */
-export function pathOf(url: string): string {
-  const rest = url.replace(/^[A-Za-z][A-Za-z0-9+.-]*:\/\/[^/?#]*/, "");
-  try {
-    return new URL(`https://approver.invalid${rest.startsWith("/") ? rest : `/${rest}`}`).pathname;
-  } catch {
-    return "";
-  }
-}
-
 export function makeApproverApi(options: ApiOptions): (req: Request) => Promise<Response> {
   const create = async (req: Request, kind: "pay" | "account"): Promise<Response> => {
     const body = await readJsonObject(req, MAX_BODY_BYTES);
@@ -76,14 +61,20 @@ export function makeApproverApi(options: ApiOptions): (req: Request) => Promise<
     return Response.json(answer, { status: 200, headers: NO_STORE });
   };
 
+  const notFound = () => fail("NOT_FOUND");
+  const dispatch = routeTable<undefined>([
+    { method: "POST", path: "/v1/asks/pay", handle: (req) => create(req, "pay") },
+    { method: "POST", path: "/v1/asks/account", handle: (req) => create(req, "account") },
+    // The create paths are never read as an approval id.
+    { method: "GET", path: "/v1/asks/pay", handle: notFound },
+    { method: "GET", path: "/v1/asks/account", handle: notFound },
+    // Exactly as sent: a percent-escape is no part of an approval id.
+    { method: "GET", path: "/v1/asks/:id", raw: true, handle: (_req, params) => status(params.id!) },
+  ]);
+
   return async (req) => {
     try {
-      const path = pathOf(req.url);
-      if (req.method === "POST" && path === "/v1/asks/pay") return await create(req, "pay");
-      if (req.method === "POST" && path === "/v1/asks/account") return await create(req, "account");
-      const m = req.method === "GET" ? ASK_PATH.exec(path) : null;
-      if (m && m[1] !== "pay" && m[1] !== "account") return status(m[1]!);
-      return fail("NOT_FOUND");
+      return (await dispatch(req, pathOf(req.url), undefined)) ?? notFound();
     } catch (err) {
       if (err instanceof WireError) return fail(err.code);
       options.onFault(err instanceof Error ? err.name : "non-error thrown");

@@ -1,11 +1,13 @@
-// The operator API under /admin (the caller is already checked to hold the admin token).
+// The operator API under /admin, as route-table entries (http.ts checks the admin token first).
 // Bodies are strict: an unknown field is FIELD_UNKNOWN, a missing one FIELD_MISSING, a bad value
 // VALUE_INVALID. Secrets leave once (a new key's secret) and credential headers never do.
 import type { Desk } from "../../core/desk/desk.ts";
 import { RESETS, type Reset } from "../../core/desk/period.ts";
 import type { AuditEntry, DeskKey, ToolRecord, UpstreamRecord } from "../../core/desk/records.ts";
-import { type Body, fail, intIn, objectBody as body, onlyFields, optional, pathSegment, required, timestamp } from "./request.ts";
-import { sandboxAdmin } from "./sandbox.ts";
+import type { Route } from "../../core/http/routes.ts";
+import type { RequestExtra } from "./http.ts";
+import { type Body, fail, intIn, objectBody as body, onlyFields, optional, required, timestamp } from "./request.ts";
+import { clearSandbox, sandboxView, setSandbox } from "./sandbox.ts";
 
 const UPSTREAM_NAME = /^[a-z][a-z0-9-]{0,31}$/;
 /** The largest budget or price: stays an exact integer through JSON and SQLite. */
@@ -15,58 +17,36 @@ const HEADER_VALUE = /^[\x20-\x7e\t]{0,4096}$/;
 /** Headers the MCP transport sets itself: a sealed value must not override them. */
 const RESERVED_HEADERS = new Set(["host", "content-type", "content-length", "accept", "mcp-session-id", "mcp-protocol-version", "connection", "transfer-encoding"]);
 
-export type AdminRouter = (req: Request, url: URL) => Promise<Response>;
-
-/** Routes `/admin/...` by method and path shape (segments after /admin/, `:` for an id). */
-export function adminRoutes(desk: Desk): AdminRouter {
-  return async (req, url) => {
-    const parts = url.pathname.split("/").slice(2).map(pathSegment);
-    const route = `${req.method} ${parts.map((p, i) => (i === 0 ? p : ":")).join("/")}`;
-    switch (route) {
-      case "POST orgs":
-        return createOrg(desk, await body(req));
-      case "GET orgs":
-        return Response.json((await desk.orgs()).map((o) => ({ org_id: o.id, name: o.name, created_at: iso(o.createdAt) })));
-      case "POST upstreams":
-        return addUpstream(desk, await body(req));
-      case "GET upstreams":
-        return Response.json((await desk.upstreams()).map(upstreamView));
-      case "POST upstreams/:/:":
-        if (parts[2] !== "refresh") break;
-        return refreshUpstream(desk, parts[1]!);
-      case "GET tools":
-        return Response.json((await desk.toolRecords()).map(toolView));
-      case "PUT tools/:":
-        return priceTool(desk, parts[1]!, await body(req));
-      case "POST keys":
-        return createKey(desk, await body(req));
-      case "GET keys":
-        return listKeys(desk, url);
-      case "GET keys/:":
-        return Response.json(keyView(desk, await desk.key(parts[1]!)));
-      case "PATCH keys/:":
-        return patchKey(desk, parts[1]!, await body(req));
-      case "POST keys/:/:":
-        if (parts[2] === "rotate") return rotateKey(desk, parts[1]!);
-        if (parts[2] === "revoke") return revokeKey(desk, parts[1]!);
-        break;
-      case "GET audit":
-        return audit(desk, url);
-      case "GET receipts":
-        return exportReceipts(desk, url);
-      case "GET sandbox":
-      case "PUT sandbox":
-      case "DELETE sandbox":
-        return sandboxAdmin(desk, req);
-      case "POST signing-key/:":
-        if (parts[1] === "rotate") {
-          const { kid, retiredKid } = await desk.rotateSigner();
-          return Response.json({ kid, retired_kid: retiredKid });
-        }
-        break;
-    }
-    return fail("NOT_FOUND");
-  };
+/** The /admin routes (http.ts puts the admin-token guard on each). */
+export function adminRoutes(desk: Desk): Route<RequestExtra>[] {
+  return [
+    { method: "POST", path: "/admin/orgs", handle: async (req) => createOrg(desk, await body(req)) },
+    { method: "GET", path: "/admin/orgs", handle: async () => Response.json((await desk.orgs()).map((o) => ({ org_id: o.id, name: o.name, created_at: iso(o.createdAt) }))) },
+    { method: "POST", path: "/admin/upstreams", handle: async (req) => addUpstream(desk, await body(req)) },
+    { method: "GET", path: "/admin/upstreams", handle: async () => Response.json((await desk.upstreams()).map(upstreamView)) },
+    { method: "POST", path: "/admin/upstreams/:name/refresh", handle: (_req, p) => refreshUpstream(desk, p.name!) },
+    { method: "GET", path: "/admin/tools", handle: async () => Response.json((await desk.toolRecords()).map(toolView)) },
+    { method: "PUT", path: "/admin/tools/:name", handle: async (req, p) => priceTool(desk, p.name!, await body(req)) },
+    { method: "POST", path: "/admin/keys", handle: async (req) => createKey(desk, await body(req)) },
+    { method: "GET", path: "/admin/keys", handle: (_req, _p, x) => listKeys(desk, x.query) },
+    { method: "GET", path: "/admin/keys/:id", handle: async (_req, p) => Response.json(keyView(desk, await desk.key(p.id!))) },
+    { method: "PATCH", path: "/admin/keys/:id", handle: async (req, p) => patchKey(desk, p.id!, await body(req)) },
+    { method: "POST", path: "/admin/keys/:id/rotate", handle: (_req, p) => rotateKey(desk, p.id!) },
+    { method: "POST", path: "/admin/keys/:id/revoke", handle: (_req, p) => revokeKey(desk, p.id!) },
+    { method: "GET", path: "/admin/audit", handle: (_req, _p, x) => audit(desk, x.query) },
+    { method: "GET", path: "/admin/receipts", handle: (_req, _p, x) => exportReceipts(desk, x.query) },
+    { method: "GET", path: "/admin/sandbox", handle: () => sandboxView(desk) },
+    { method: "PUT", path: "/admin/sandbox", handle: (req) => setSandbox(desk, req) },
+    { method: "DELETE", path: "/admin/sandbox", handle: () => clearSandbox(desk) },
+    {
+      method: "POST",
+      path: "/admin/signing-key/rotate",
+      handle: async () => {
+        const { kid, retiredKid } = await desk.rotateSigner();
+        return Response.json({ kid, retired_kid: retiredKid });
+      },
+    },
+  ];
 }
 
 const iso = (ms: number | null) => (ms === null ? null : new Date(ms).toISOString());
@@ -172,8 +152,8 @@ async function createKey(desk: Desk, b: Body): Promise<Response> {
   return Response.json({ key_id: keyId, secret }, { status: 201, headers: { "cache-control": "no-store" } });
 }
 
-async function listKeys(desk: Desk, url: URL): Promise<Response> {
-  const keys = await desk.keys(url.searchParams.get("org_id"));
+async function listKeys(desk: Desk, query: URLSearchParams): Promise<Response> {
+  const keys = await desk.keys(query.get("org_id"));
   return Response.json(keys.map((k) => keyView(desk, k)));
 }
 
@@ -199,8 +179,8 @@ async function revokeKey(desk: Desk, id: string): Promise<Response> {
   return Response.json(keyView(desk, await desk.revokeKey(id)));
 }
 
-function sinceParam(url: URL): number | null {
-  const since = url.searchParams.get("since");
+function sinceParam(query: URLSearchParams): number | null {
+  const since = query.get("since");
   if (since === null) return null;
   const ms = timestamp(since);
   if (ms === undefined || ms === null) fail("VALUE_INVALID", { field: "since" });
@@ -222,15 +202,15 @@ function auditView(a: AuditEntry) {
   };
 }
 
-async function audit(desk: Desk, url: URL): Promise<Response> {
-  const limitText = url.searchParams.get("limit");
+async function audit(desk: Desk, query: URLSearchParams): Promise<Response> {
+  const limitText = query.get("limit");
   const limit = limitText === null ? 1000 : Number(limitText);
   if (!Number.isSafeInteger(limit) || limit < 1 || limit > 10_000) fail("VALUE_INVALID", { field: "limit" });
-  const entries = await desk.audit({ orgId: url.searchParams.get("org_id"), keyId: url.searchParams.get("key_id"), sinceMs: sinceParam(url), limit });
+  const entries = await desk.audit({ orgId: query.get("org_id"), keyId: query.get("key_id"), sinceMs: sinceParam(query), limit });
   return Response.json(entries.map(auditView));
 }
 
-async function exportReceipts(desk: Desk, url: URL): Promise<Response> {
-  const receipts = await desk.exportReceipts({ orgId: url.searchParams.get("org_id"), sinceMs: sinceParam(url) });
+async function exportReceipts(desk: Desk, query: URLSearchParams): Promise<Response> {
+  const receipts = await desk.exportReceipts({ orgId: query.get("org_id"), sinceMs: sinceParam(query) });
   return new Response(receipts.map((r) => `${r.envelope}\n`).join(""), { headers: { "content-type": "application/x-ndjson" } });
 }

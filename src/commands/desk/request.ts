@@ -9,15 +9,6 @@ import { readJsonBody } from "../../core/http/body.ts";
 /** Largest request body accepted (tool arguments and operator requests). */
 export const MAX_BODY_BYTES = 1024 * 1024;
 
-/** A path segment decoded; a malformed escape is thrown as NOT_FOUND (never a 500). */
-export function pathSegment(raw: string): string {
-  try {
-    return decodeURIComponent(raw);
-  } catch {
-    throw new WireError("NOT_FOUND");
-  }
-}
-
 /** A request's JSON body under the desk's limit (core/http/body.ts has the rules). */
 export function readJson(req: Request): Promise<unknown> {
   return readJsonBody(req, MAX_BODY_BYTES);

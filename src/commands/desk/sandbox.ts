@@ -10,7 +10,7 @@ import {
   SANDBOX_MAX_TTL_S,
   SANDBOX_MIN_TTL_S,
 } from "../../core/desk/sandbox.ts";
-import { fail, intIn, objectBody, onlyFields, optional, required } from "./request.ts";
+import { intIn, objectBody, onlyFields, optional, required } from "./request.ts";
 
 /** What Bun.serve passes as the second argument of `fetch`: only the peer address is read. */
 export type PeerSource = { requestIP(req: Request): { address: string } | null };
@@ -27,14 +27,19 @@ function view(s: SandboxSettings | null) {
   };
 }
 
-/** GET, PUT and DELETE /admin/sandbox (the caller already holds the admin token). */
-export async function sandboxAdmin(desk: Desk, req: Request): Promise<Response> {
-  if (req.method === "GET") return Response.json(view(await desk.sandbox()));
-  if (req.method === "DELETE") {
-    await desk.clearSandbox();
-    return Response.json(view(null));
-  }
-  if (req.method !== "PUT") fail("NOT_FOUND");
+/** GET /admin/sandbox. */
+export async function sandboxView(desk: Desk): Promise<Response> {
+  return Response.json(view(await desk.sandbox()));
+}
+
+/** DELETE /admin/sandbox. */
+export async function clearSandbox(desk: Desk): Promise<Response> {
+  await desk.clearSandbox();
+  return Response.json(view(null));
+}
+
+/** PUT /admin/sandbox. */
+export async function setSandbox(desk: Desk, req: Request): Promise<Response> {
   const body = await objectBody(req);
   onlyFields(body, ["tools", "budget_mc", "ttl_s", "keys_per_day"]);
   const tools = required(body, "tools", (v) =>
