@@ -3,7 +3,8 @@
 // VALUE_INVALID. Secrets leave once (a new key's secret) and credential headers never do.
 import type { Desk } from "../../core/desk/desk.ts";
 import { RESETS, type Reset } from "../../core/desk/period.ts";
-import type { AuditEntry, DeskKey, ToolRecord, UpstreamRecord } from "../../core/desk/records.ts";
+import type { AuditEntry, DeskKey, Org, ToolRecord, UpstreamRecord } from "../../core/desk/records.ts";
+import type { AuditView, CreatedOrgView, KeySecretView, KeyView, OrgView, ToolView, UpstreamView } from "../../core/desk/wire.ts";
 import type { Route } from "../../core/http/routes.ts";
 import type { RequestExtra } from "./http.ts";
 import { type Body, fail, intIn, objectBody as body, onlyFields, optional, required, timestamp } from "./request.ts";
@@ -21,7 +22,7 @@ const RESERVED_HEADERS = new Set(["host", "content-type", "content-length", "acc
 export function adminRoutes(desk: Desk): Route<RequestExtra>[] {
   return [
     { method: "POST", path: "/admin/orgs", handle: async (req) => createOrg(desk, await body(req)) },
-    { method: "GET", path: "/admin/orgs", handle: async () => Response.json((await desk.orgs()).map((o) => ({ org_id: o.id, name: o.name, created_at: iso(o.createdAt) }))) },
+    { method: "GET", path: "/admin/orgs", handle: async () => Response.json((await desk.orgs()).map(orgView)) },
     { method: "POST", path: "/admin/upstreams", handle: async (req) => addUpstream(desk, await body(req)) },
     { method: "GET", path: "/admin/upstreams", handle: async () => Response.json((await desk.upstreams()).map(upstreamView)) },
     { method: "POST", path: "/admin/upstreams/:name/refresh", handle: (_req, p) => refreshUpstream(desk, p.name!) },
@@ -49,7 +50,10 @@ export function adminRoutes(desk: Desk): Route<RequestExtra>[] {
   ];
 }
 
-const iso = (ms: number | null) => (ms === null ? null : new Date(ms).toISOString());
+const iso = (ms: number) => new Date(ms).toISOString();
+const isoOrNull = (ms: number | null) => (ms === null ? null : iso(ms));
+
+const orgView = (o: Org): OrgView => ({ org_id: o.id, name: o.name, created_at: iso(o.createdAt) });
 
 const shortText = (max: number) => (v: unknown) => (typeof v === "string" && v.length >= 1 && v.length <= max && v.isWellFormed() ? v : undefined);
 const money = intIn(0, MAX_MC);
@@ -65,15 +69,15 @@ const priceMap = (v: unknown) => {
 async function createOrg(desk: Desk, b: Body): Promise<Response> {
   onlyFields(b, ["name"]);
   const org = await desk.createOrg(required(b, "name", shortText(200)));
-  return Response.json({ org_id: org.id, name: org.name }, { status: 201 });
+  return Response.json({ org_id: org.id, name: org.name } satisfies CreatedOrgView, { status: 201 });
 }
 
-function upstreamView(u: UpstreamRecord) {
+function upstreamView(u: UpstreamRecord): UpstreamView {
   // Header names only: the values are sealed and never leave the desk.
   return { name: u.name, url: u.url, header_names: u.headerNames, created_at: iso(u.createdAt), refreshed_at: iso(u.refreshedAt) };
 }
 
-function toolView(t: ToolRecord) {
+function toolView(t: ToolRecord): ToolView {
   return {
     name: t.name,
     upstream: t.upstream,
@@ -120,7 +124,7 @@ async function priceTool(desk: Desk, name: string, b: Body): Promise<Response> {
   return Response.json(toolView(await desk.priceTool(name, price, cost)));
 }
 
-function keyView(desk: Desk, k: DeskKey) {
+function keyView(desk: Desk, k: DeskKey): KeyView {
   const budget = desk.budgetOf(k);
   return {
     key_id: k.id,
@@ -133,8 +137,8 @@ function keyView(desk: Desk, k: DeskKey) {
     period: budget.period,
     allow: k.allow,
     prices: k.prices,
-    expires_at: iso(k.expiresAt),
-    revoked_at: iso(k.revokedAt),
+    expires_at: isoOrNull(k.expiresAt),
+    revoked_at: isoOrNull(k.revokedAt),
     created_at: iso(k.createdAt),
   };
 }
@@ -149,7 +153,7 @@ async function createKey(desk: Desk, b: Body): Promise<Response> {
   const prices = optional(b, "prices", priceMap) ?? {};
   const expiresAt = optional(b, "expires_at", timestamp) ?? null;
   const { keyId, secret } = await desk.createKey({ orgId, name, budgetMc, reset, allow, prices, expiresAt });
-  return Response.json({ key_id: keyId, secret }, { status: 201, headers: { "cache-control": "no-store" } });
+  return Response.json({ key_id: keyId, secret } satisfies KeySecretView, { status: 201, headers: { "cache-control": "no-store" } });
 }
 
 async function listKeys(desk: Desk, query: URLSearchParams): Promise<Response> {
@@ -172,7 +176,7 @@ async function patchKey(desk: Desk, id: string, b: Body): Promise<Response> {
 
 async function rotateKey(desk: Desk, id: string): Promise<Response> {
   const secret = await desk.rotateKey(id);
-  return Response.json({ key_id: id, secret }, { headers: { "cache-control": "no-store" } });
+  return Response.json({ key_id: id, secret } satisfies KeySecretView, { headers: { "cache-control": "no-store" } });
 }
 
 async function revokeKey(desk: Desk, id: string): Promise<Response> {
@@ -187,7 +191,7 @@ function sinceParam(query: URLSearchParams): number | null {
   return ms;
 }
 
-function auditView(a: AuditEntry) {
+function auditView(a: AuditEntry): AuditView {
   return {
     at: iso(a.at),
     org_id: a.orgId,

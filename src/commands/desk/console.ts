@@ -1,9 +1,9 @@
-// Serves the operator console (./console/) at /console with its security headers. The compiled
+// Serves the operator console (src/web/console/) at /console with its security headers. The compiled
 // binary carries the bundle Bun built from the HTML import (page.files: HTML, JS, CSS inside
 // the executable); run from source, the same HTML is bundled once, in memory, on first request.
 // Either way nothing is fetched from elsewhere and every answer carries the same headers.
 import { errorResponse } from "../../core/errors.ts";
-import page from "./console/index.html";
+import page from "../../web/console/index.html";
 
 /**
  * Headers on the console page and its assets. The CSP allows only the desk's own script, style

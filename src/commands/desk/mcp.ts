@@ -17,6 +17,7 @@ import { type ClearingOutcome, unrecorded } from "../../core/desk/outcomes.ts";
 import { bearerOf } from "../../core/desk/secrets.ts";
 import { type ErrorCode, errorBody, errorResponse } from "../../core/errors.ts";
 import { headerAsksOtherVersion, newerRevisionProbe, unsupportedVersion } from "../../core/mcp-version.ts";
+import { centsOf, mc } from "../../core/money/millicents.ts";
 import { withReceipt } from "../../core/receipt/index.ts";
 import type { Desk } from "../../core/desk/desk.ts";
 
@@ -137,10 +138,7 @@ function refusal(o: ClearingOutcome) {
 }
 
 /** "Price: 1,500 mc (1.5 cents) per call." */
-export function priceSentence(mc: number): string {
-  const group = (n: number) => String(n).replace(/\B(?=(\d{3})+(?!\d))/g, ",");
-  const whole = Math.floor(mc / 1000);
-  const frac = String(mc % 1000).padStart(3, "0").replace(/0+$/, "");
-  const cents = frac === "" ? group(whole) : `${group(whole)}.${frac}`;
-  return `Price: ${group(mc)} mc (${cents} ${cents === "1" ? "cent" : "cents"}) per call.`;
+export function priceSentence(value: number): string {
+  const cents = centsOf(value);
+  return `Price: ${mc(value)} (${cents} ${cents === "1" ? "cent" : "cents"}) per call.`;
 }

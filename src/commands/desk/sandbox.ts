@@ -3,6 +3,7 @@
 // (core/desk/sandbox.ts); here are the request fields and the caller's address.
 import type { Desk } from "../../core/desk/desk.ts";
 import type { SandboxSettings } from "../../core/desk/records.ts";
+import type { SandboxView } from "../../core/desk/wire.ts";
 import {
   SANDBOX_MAX_BUDGET_MC,
   SANDBOX_MAX_KEYS_PER_DAY,
@@ -15,7 +16,7 @@ import { intIn, objectBody, onlyFields, optional, required } from "./request.ts"
 /** What Bun.serve passes as the second argument of `fetch`: only the peer address is read. */
 export type PeerSource = { requestIP(req: Request): { address: string } | null };
 
-function view(s: SandboxSettings | null) {
+function view(s: SandboxSettings | null): SandboxView {
   if (s === null) return { enabled: false };
   return {
     enabled: true,

@@ -2,7 +2,7 @@
 // enum), the refusals the audit log records without a receipt, and the answers that reach
 // neither. Every status is the error table's (core/errors.ts); no status is written beside a code.
 import { ERRORS, type ErrorCode } from "../errors.ts";
-import type { Envelope, Outcome } from "../receipt/index.ts";
+import type { Envelope, Outcome } from "../receipt/types.ts";
 import type { ArgsProblem } from "./args.ts";
 
 /** An outcome a signed receipt carries. */

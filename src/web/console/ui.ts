@@ -1,7 +1,7 @@
 // Pieces every page uses: the status line, money and id cells, times, the page contract.
 import { ApiError } from "./api.ts";
 import { h } from "./dom.ts";
-import { hint, mc } from "./money.ts";
+import { hint, mc } from "../../core/money/millicents.ts";
 
 export type Page = {
   id: string;

@@ -68,35 +68,3 @@ export function query(params: Record<string, string | undefined>): string {
   const text = q.toString();
   return text === "" ? "" : `?${text}`;
 }
-
-// Shapes the console reads (see SPEC.md section 8.6).
-export type Org = { org_id: string; name: string; created_at: string };
-export type Key = {
-  key_id: string;
-  org_id: string;
-  name: string;
-  budget_mc: number;
-  spent_mc: number;
-  remaining_mc: number;
-  reset: "none" | "daily" | "monthly";
-  period: string;
-  allow: string[];
-  prices: Record<string, number>;
-  expires_at: string | null;
-  revoked_at: string | null;
-  created_at: string;
-};
-export type Upstream = { name: string; url: string; header_names: string[]; created_at: string; refreshed_at: string };
-export type Tool = { name: string; upstream: string; description: string; price_mc: number; upstream_cost_mc: number; active: boolean };
-export type AuditRow = {
-  at: string;
-  org_id: string;
-  key_id: string;
-  tool: string;
-  outcome: string;
-  http_status: number;
-  price_mc: number;
-  upstream_cost_mc: number;
-  margin_mc: number;
-  receipt_id: string | null;
-};

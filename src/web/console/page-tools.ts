@@ -1,15 +1,16 @@
 // Tools and prices: every tool the upstreams offer, its default price and what the upstream
 // costs the operator (PUT /admin/tools/{tool}); the margin per call beside them.
-import { api, type Tool } from "./api.ts";
+import { api } from "./api.ts";
+import type { ToolView } from "../../core/desk/wire.ts";
 import { h, table } from "./dom.ts";
-import { parseMc } from "./money.ts";
+import { parseMc } from "../../core/money/millicents.ts";
 import { attempt, money, mono, notify, type Page, section } from "./ui.ts";
 
 export const toolsPage: Page = {
   id: "tools",
   title: "Tools & prices",
   async render(root) {
-    const tools = await api<Tool[]>("GET", "/admin/tools");
+    const tools = await api<ToolView[]>("GET", "/admin/tools");
     const rows = tools.map((t) => {
       const price = h("input", { name: "price_mc", value: String(t.price_mc), inputmode: "numeric", class: "mono num", "aria-label": `Price of ${t.name} (mc)` });
       const cost = h("input", { name: "upstream_cost_mc", value: String(t.upstream_cost_mc), inputmode: "numeric", class: "mono num", "aria-label": `Upstream cost of ${t.name} (mc)` });

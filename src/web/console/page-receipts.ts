@@ -1,10 +1,11 @@
 // Receipts: the JSONL export (downloaded from a Blob, since the request needs the bearer
 // header), the signing key set and its rotation, and a viewer that runs the four receipt checks
 // in this browser with WebCrypto against the desk's published key set.
-import type { Check } from "../../../core/receipt/verify.ts";
-import { readShape } from "../../../core/receipt/shapes.ts";
-import { importJwksWeb, verifyResponseWeb } from "../../../core/receipt/verify-web.ts";
-import { api, apiText, type Org, query } from "./api.ts";
+import type { Check } from "../../core/receipt/checks.ts";
+import { readShape } from "../../core/receipt/shapes.ts";
+import { importJwksWeb, verifyResponseWeb } from "../../core/receipt/verify-web.ts";
+import { api, apiText, query } from "./api.ts";
+import type { OrgView } from "../../core/desk/wire.ts";
 import { confirmButton, field, fill, h, labelled, table } from "./dom.ts";
 import { attempt, money, mono, notify, orgSelect, type Page, rerender, section, utcFromLocalInput } from "./ui.ts";
 
@@ -93,7 +94,7 @@ export const receiptsPage: Page = {
   id: "receipts",
   title: "Receipts",
   async render(root, params) {
-    const [orgs, jwks] = await Promise.all([api<Org[]>("GET", "/admin/orgs"), api<{ keys: { kid: string }[] }>("GET", JWKS_PATH)]);
+    const [orgs, jwks] = await Promise.all([api<OrgView[]>("GET", "/admin/orgs"), api<{ keys: { kid: string }[] }>("GET", JWKS_PATH)]);
     let initial = "";
     const id = params.get("id");
     if (id !== null) initial = JSON.stringify(await api<unknown>("GET", `/v1/receipts/${encodeURIComponent(id)}`), null, 2);

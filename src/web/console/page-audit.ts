@@ -1,7 +1,8 @@
 // The audit log: one row per call (outcome, price, upstream cost, margin, receipt), filtered by
 // organization, key and time, with spend and margin per day drawn above it. The per-day sums are
 // computed here from GET /admin/audit.
-import { api, type AuditRow, type Key, type Org, query } from "./api.ts";
+import { api, query } from "./api.ts";
+import type { AuditView, KeyView, OrgView } from "../../core/desk/wire.ts";
 import { field, h, labelled, table } from "./dom.ts";
 import { perDay, spendChart } from "./chart.ts";
 import { money, mono, orgSelect, type Page, section, utcFromLocalInput, when } from "./ui.ts";
@@ -23,9 +24,9 @@ export const auditPage: Page = {
     const since = params.get("since") ?? "";
     const until = params.get("until") ?? "";
     const [orgs, keys, rows] = await Promise.all([
-      api<Org[]>("GET", "/admin/orgs"),
-      api<Key[]>("GET", `/admin/keys${query({ org_id: orgId })}`),
-      api<AuditRow[]>("GET", `/admin/audit${query({ org_id: orgId, key_id: keyId, since: utcFromLocalInput(since), limit: String(AUDIT_LIMIT) })}`),
+      api<OrgView[]>("GET", "/admin/orgs"),
+      api<KeyView[]>("GET", `/admin/keys${query({ org_id: orgId })}`),
+      api<AuditView[]>("GET", `/admin/audit${query({ org_id: orgId, key_id: keyId, since: utcFromLocalInput(since), limit: String(AUDIT_LIMIT) })}`),
     ]);
     const untilIso = utcFromLocalInput(until);
     const shown = untilIso === undefined ? rows : rows.filter((r) => r.at < untilIso);
@@ -48,7 +49,7 @@ export const auditPage: Page = {
     });
 
     const charged = shown.filter((r) => r.outcome === "charged");
-    const sum = (f: (r: AuditRow) => number) => charged.reduce((a, r) => a + f(r), 0);
+    const sum = (f: (r: AuditView) => number) => charged.reduce((a, r) => a + f(r), 0);
     const totals = h(
       "div",
       { class: "totals" },

@@ -1,17 +1,16 @@
 // The public sandbox (SPEC 8.13): off until turned on here; one or two tools, a budget and a
 // lifetime for each key handed out at POST /v1/sandbox/keys.
-import { api, type Tool } from "./api.ts";
+import { api } from "./api.ts";
+import type { SandboxView, ToolView } from "../../core/desk/wire.ts";
 import { confirmButton, field, h, labelled } from "./dom.ts";
-import { parseMc } from "./money.ts";
+import { parseMc } from "../../core/money/millicents.ts";
 import { attempt, money, mono, notify, type Page, rerender, section, when } from "./ui.ts";
-
-type Sandbox = { enabled: false } | { enabled: true; tools: string[]; budget_mc: number; ttl_s: number; keys_per_day: number; updated_at: string };
 
 export const sandboxPage: Page = {
   id: "sandbox",
   title: "Sandbox",
   async render(root) {
-    const [sandbox, allTools] = await Promise.all([api<Sandbox>("GET", "/admin/sandbox"), api<Tool[]>("GET", "/admin/tools")]);
+    const [sandbox, allTools] = await Promise.all([api<SandboxView>("GET", "/admin/sandbox"), api<ToolView[]>("GET", "/admin/tools")]);
     const tools = allTools.filter((t) => t.active);
     const on = sandbox.enabled ? sandbox : null;
     const chosen = new Set(on?.tools ?? []);

@@ -1,8 +1,8 @@
 // Spend and margin per UTC day as an inline SVG bar chart, built with DOM calls (no library,
 // no markup strings). Days without calls show as gaps, so the x axis is true time.
-import type { AuditRow } from "./api.ts";
+import type { AuditView } from "../../core/desk/wire.ts";
 import { h, s } from "./dom.ts";
-import { hint, mc } from "./money.ts";
+import { hint, mc } from "../../core/money/millicents.ts";
 
 export type Day = { day: string; spend: number; margin: number; cost: number; calls: number };
 
@@ -11,7 +11,7 @@ const DAY_MS = 86_400_000;
 export const CHART_DAYS = 60;
 
 /** Charged calls summed per UTC day, every day from the first to the last present. */
-export function perDay(rows: AuditRow[]): Day[] {
+export function perDay(rows: readonly AuditView[]): Day[] {
   const byDay = new Map<string, Day>();
   for (const r of rows) {
     if (r.outcome !== "charged") continue;

@@ -1,6 +1,7 @@
 // Upstreams: register an MCP server (with one sealed credential header: its value goes to the
 // desk once and is never shown again, only its name), list them, re-read their tools.
-import { api, type Upstream } from "./api.ts";
+import { api } from "./api.ts";
+import type { UpstreamView } from "../../core/desk/wire.ts";
 import { field, h, labelled, table } from "./dom.ts";
 import { attempt, mono, notify, type Page, rerender, section, when } from "./ui.ts";
 
@@ -8,7 +9,7 @@ export const upstreamsPage: Page = {
   id: "upstreams",
   title: "Upstreams",
   async render(root) {
-    const upstreams = await api<Upstream[]>("GET", "/admin/upstreams");
+    const upstreams = await api<UpstreamView[]>("GET", "/admin/upstreams");
     const form = h(
       "form",
       { class: "stack" },

@@ -1,5 +1,6 @@
 // Organizations: create one, list them, jump to an organization's keys or audit.
-import { api, type Org } from "./api.ts";
+import { api } from "./api.ts";
+import type { OrgView } from "../../core/desk/wire.ts";
 import { field, h, labelled, table } from "./dom.ts";
 import { attempt, mono, notify, type Page, rerender, section, when } from "./ui.ts";
 
@@ -7,7 +8,7 @@ export const orgsPage: Page = {
   id: "orgs",
   title: "Organizations",
   async render(root) {
-    const orgs = await api<Org[]>("GET", "/admin/orgs");
+    const orgs = await api<OrgView[]>("GET", "/admin/orgs");
     const form = h(
       "form",
       { class: "row" },

@@ -1,12 +1,13 @@
 // Keys: create (the secret shown once, with a copy button), edit budget, allowlist, per-key
 // prices and expiry, rotate, revoke; the budget used as a bar.
-import { api, type Key, type Org, query, type Tool } from "./api.ts";
+import { api, query } from "./api.ts";
+import type { KeyView, OrgView, ToolView } from "../../core/desk/wire.ts";
 import { field, fill, h, labelled, table } from "./dom.ts";
 import { confirmButton } from "./dom.ts";
-import { hint, mc, parseMc } from "./money.ts";
+import { hint, mc, parseMc } from "../../core/money/millicents.ts";
 import { attempt, budgetBar, money, mono, notify, orgSelect, type Page, rerender, section, utcFromLocalInput, when } from "./ui.ts";
 
-function status(k: Key): { text: string; cls: string } {
+function status(k: KeyView): { text: string; cls: string } {
   if (k.revoked_at !== null) return { text: "revoked", cls: "bad" };
   if (k.expires_at !== null && Date.parse(k.expires_at) <= Date.now()) return { text: "expired", cls: "bad" };
   return { text: "active", cls: "good" };
@@ -39,7 +40,7 @@ function secretPanel(host: HTMLElement, keyId: string, secret: string, what: str
   );
 }
 
-function allowBoxes(tools: Tool[], allowed: Set<string>): HTMLElement {
+function allowBoxes(tools: ToolView[], allowed: Set<string>): HTMLElement {
   if (tools.length === 0) return h("p", { class: "muted" }, "No tools yet: register an upstream first.");
   return h(
     "div",
@@ -54,7 +55,7 @@ function mcInput(name: string, value: string, placeholder = ""): HTMLInputElemen
   return h("input", { name, inputmode: "numeric", class: "mono num", value, placeholder, autocomplete: "off" });
 }
 
-function editPanel(host: HTMLElement, k: Key, tools: Tool[], done: () => Promise<void>): void {
+function editPanel(host: HTMLElement, k: KeyView, tools: ToolView[], done: () => Promise<void>): void {
   const priceRows = tools.map((t) =>
     h(
       "tr",
@@ -116,9 +117,9 @@ export const keysPage: Page = {
   async render(root, params) {
     const orgId = params.get("org_id");
     const [orgs, keys, allTools] = await Promise.all([
-      api<Org[]>("GET", "/admin/orgs"),
-      api<Key[]>("GET", `/admin/keys${query({ org_id: orgId ?? undefined })}`),
-      api<Tool[]>("GET", "/admin/tools"),
+      api<OrgView[]>("GET", "/admin/orgs"),
+      api<KeyView[]>("GET", `/admin/keys${query({ org_id: orgId ?? undefined })}`),
+      api<ToolView[]>("GET", "/admin/tools"),
     ]);
     const tools = allTools.filter((t) => t.active);
     const orgName = new Map(orgs.map((o) => [o.org_id, o.name]));
