@@ -1,9 +1,10 @@
 // fetch to a peer the desk does not control (an upstream), bounded three ways: every exchange is
 // cut at its deadline, body included; at most `maxExchanges` run at once, the rest waiting for a
 // slot within their deadline; and at most `maxAnswerBytes` come back, whatever the peer
-// declares. Without the cut, each call to an upstream that accepts and never answers (or
-// dribbles) kept its socket open for good, and once they filled the runtime's shared pool of 256
-// connections every other upstream's calls timed out too. Any kind of upstream client uses it.
+// declares. Without the cut, a call to an upstream that accepts and never answers (or dribbles)
+// keeps its socket open for good, and enough of them fill the runtime's shared pool of 256
+// connections, so that every other upstream's calls time out too. Any kind of upstream client
+// uses it.
 import { readAtMost } from "../http/body.ts";
 import { Slots } from "./slots.ts";
 

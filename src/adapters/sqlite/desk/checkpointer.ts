@@ -1,6 +1,6 @@
-// Checkpoints the WAL from a worker thread instead of inside the commit that crosses SQLite's
-// threshold, which stalled one call in ~70 by milliseconds. The desk's own connection keeps a
-// high threshold as a backstop, in case the thread falls behind.
+// Checkpoints the WAL from a worker thread, never inside the commit that crosses SQLite's
+// threshold: that commit would stall the call it answers by milliseconds. The desk's own
+// connection keeps a high threshold as a backstop, in case the thread falls behind.
 import type { Database } from "bun:sqlite";
 import { CHECKPOINT_WORKER_SOURCE } from "./checkpoint-worker.ts";
 
