@@ -63,16 +63,18 @@ try {
   const args = { text: "a typical short argument for a paid tool" };
   const body = JSON.stringify(args);
   const N = 3000;
-  const key = (await ledger.keys.find(lookupOf(secrets[0]!)!, sha256(secrets[0]!)))!;
-  const ctx = () => ({ key, tool: "fx__echo", priceMc: 1, upstreamCostMc: 0, paramsSha256: "0".repeat(64), now: Date.now(), hour: hourOf(Date.now()), period: periodOf("none", Date.now()) });
+  const keys = await Promise.all(secrets.map(async (s) => (await ledger.keys.find(lookupOf(s)!, sha256(s)))!));
+  const key = keys[0]!;
+  // Round-robin over the 100 keys: each key may have 20 calls in flight (the failure limit).
+  const ctx = (i: number) => ({ key: keys[i % 100]!, tool: "fx__echo", priceMc: 1, upstreamCostMc: 0, paramsSha256: "0".repeat(64), now: Date.now(), hour: hourOf(Date.now()), period: periodOf("none", Date.now()) });
   const tool = desk.tool("fx__echo")!;
 
   await stage("sha256(secret) + keys.find (SELECT by lookup, the row read as a key)", N, (i) => ledger.keys.find(lookupOf(secrets[i % 100]!)!, sha256(secrets[i % 100]!)));
   await stage("ajv check of the arguments", N, () => tool.check(args));
   await stage("paramsSha256 (canonical JSON + sha256)", N, () => paramsSha256(args));
   await stage("receipt make (sign + sha256 + stringify)", N, () => desk.receiptMaker().make({ receiptId: "rcpt_0123456789abcdef", link: { seq: 2, prevSha256: "2".repeat(64) }, keyId: key.id, orgId: key.orgId, tool: "fx__echo", outcome: "charged", httpStatus: 200, priceMc: 1, amountMc: 1, upstreamCostMc: 0, remainingMc: 5, period: "none", paramsSha256: "0".repeat(64), resultSha256: "1".repeat(64), issuedAt: Date.now() }));
-  const reserveAndSettle = async () => {
-    const r = await ledger.money.reserve(ctx(), desk.receiptMaker().make);
+  const reserveAndSettle = async (i: number) => {
+    const r = await ledger.money.reserve(ctx(i), desk.receiptMaker().make);
     if (r.kind !== "reserved") throw new Error(r.kind);
     return ledger.money.settle({ reservationId: r.reservationId, outcome: "charged", resultSha256: "1".repeat(64), now: Date.now() }, desk.receiptMaker().make);
   };
