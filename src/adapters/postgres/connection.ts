@@ -72,7 +72,7 @@ function decoded(part: string, what: string): string {
  * Reads `postgres://USER[:PASSWORD]@HOST[:PORT]/DATABASE[?PARAMS]`. Parameters: `sslmode`
  * (disable, require, verify-ca, verify-full; none means disable on a loopback host and is refused
  * elsewhere), `sslrootcert` (a PEM file, or `system`; required by verify-ca and verify-full,
- * refused otherwise), `channel_binding` (disable, prefer, require; default prefer),
+ * refused otherwise), `channel_binding` (disable, prefer, require; default prefer with TLS),
  * `connect_timeout` (seconds, 1-600; default 10), `application_name`. Any other parameter, a
  * unix socket, several hosts or a missing user or database is refused, never ignored.
  */
@@ -139,8 +139,11 @@ export function parseDatabaseUrl(text: string): DatabaseTarget {
     throw new DatabaseUrlError("sslmode=verify-ca with sslrootcert=system would accept any certificate a public CA signed, for any name", "use sslmode=verify-full");
   }
 
-  const binding = params.get("channel_binding") ?? "prefer";
+  const binding = params.get("channel_binding") ?? (sslmode === "disable" ? "disable" : "prefer");
   if (!CHANNEL_BINDINGS.includes(binding)) throw new DatabaseUrlError(`channel_binding=${binding} is not a channel binding mode`, "use disable, prefer or require");
+  if (binding === "require" && sslmode === "disable") {
+    throw new DatabaseUrlError("channel_binding=require needs TLS, and sslmode=disable turns it off", "use sslmode=verify-full (or require) with it");
+  }
 
   const timeoutText = params.get("connect_timeout");
   const connectTimeoutS = timeoutText === undefined ? DEFAULT_CONNECT_TIMEOUT_S : Number(timeoutText);
@@ -218,7 +221,7 @@ export function clientOptions(t: DatabaseTarget, pool: PoolOptions = {}): Bun.SQ
     password: t.password,
     database: t.database,
     tls: tlsOption(t),
-    channelBinding: t.sslmode === "disable" ? "disable" : t.channelBinding,
+    channelBinding: t.channelBinding,
     connectionTimeout: t.connectTimeoutS,
     idleTimeout: pool.idleTimeoutS ?? 60,
     max: pool.max ?? 10,
