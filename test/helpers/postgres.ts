@@ -117,12 +117,23 @@ process.on("exit", () => {
 
 let databaseCount = 0;
 
+/** Signals a process that may have exited already. */
+function signal(pid: number, sig: NodeJS.Signals): void {
+  try {
+    process.kill(pid, sig);
+  } catch {
+    // It ended on its own.
+  }
+}
+
 export class PostgresServer {
   readonly host = "127.0.0.1";
   readonly user = "postgres";
   readonly password = `pw${crypto.randomUUID().replaceAll("-", "")}`;
   port = 0;
   private proc: ReturnType<typeof Bun.spawn> | null = null;
+  /** A stop in progress: a start waits for the old postmaster to be gone. */
+  private stopping: Promise<void> | null = null;
   private log: ServerLog | null = null;
 
   private constructor(
@@ -252,16 +263,46 @@ export class PostgresServer {
   /** Stops the server (its data stays); `start()` brings it back on the same port. */
   async stop(mode: StopMode = "fast"): Promise<void> {
     const proc = this.proc;
-    if (proc === null) return;
+    if (proc === null) return this.stopping ?? undefined;
+    // A frozen server cannot act on the signal.
+    this.thaw();
     this.proc = null;
-    proc.kill(SIGNAL_OF[mode]);
-    const timer = setTimeout(() => proc.kill("SIGKILL"), 20_000);
-    await proc.exited;
-    clearTimeout(timer);
+    this.stopping = (async () => {
+      proc.kill(SIGNAL_OF[mode]);
+      const timer = setTimeout(() => proc.kill("SIGKILL"), 20_000);
+      await proc.exited;
+      clearTimeout(timer);
+    })();
+    try {
+      await this.stopping;
+    } finally {
+      this.stopping = null;
+    }
+  }
+
+  /** The postmaster and every process it started (backends, checkpointer, ...). */
+  private processTree(): number[] {
+    const root = this.proc?.pid;
+    if (root === undefined) return [];
+    const children = Bun.spawnSync(["ps", "-o", "pid=", "--ppid", String(root)]).stdout.toString().trim().split(/\s+/).filter(Boolean).map(Number);
+    return [root, ...children];
+  }
+
+  /**
+   * Freezes every process of the server (SIGSTOP): connections stay open and nothing answers,
+   * as when the database's host hangs or the network drops packets. thaw() resumes it.
+   */
+  freeze(): void {
+    for (const pid of this.processTree()) signal(pid, "SIGSTOP");
+  }
+
+  thaw(): void {
+    for (const pid of this.processTree()) signal(pid, "SIGCONT");
   }
 
   /** Starts a stopped server again, on its port and data. */
   async start(): Promise<void> {
+    await this.stopping;
     if (this.proc !== null) return;
     await this.launch();
   }
@@ -312,7 +353,7 @@ export class PostgresServer {
 
   /** The exit hook's last resort: no await is possible there. */
   killNow(): void {
-    this.proc?.kill("SIGKILL");
+    for (const pid of this.processTree()) signal(pid, "SIGKILL");
     this.proc = null;
     rmSync(this.root, { recursive: true, force: true });
   }
