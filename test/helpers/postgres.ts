@@ -198,7 +198,13 @@ export class PostgresServer {
     ]);
     const [code, out, err] = await Promise.all([proc.exited, new Response(proc.stdout).text(), new Response(proc.stderr).text()]);
     rmSync(pwfile, { force: true });
-    if (code !== 0) throw new Error(`initdb failed (exit ${code}): ${out}\n${err}`);
+    if (code !== 0) {
+      // The package ships its libraries' symlinks as a list its install script restores.
+      const links = /error while loading shared libraries/.test(err)
+        ? `\nthe install script of ${PLATFORM_PACKAGE} did not run (package.json's allowScripts approves it): run npm rebuild ${PLATFORM_PACKAGE}`
+        : "";
+      throw new Error(`initdb failed (exit ${code}): ${out}\n${err}${links}`);
+    }
     if (this.options.tlsOnly) {
       // Loopback over TCP, TLS only: a client that does not use TLS is refused by the server.
       this.writeOwn(join(this.root, "data", "pg_hba.conf"), "hostssl all all 127.0.0.1/32 scram-sha-256\n");

@@ -203,7 +203,11 @@ function tlsOption(t: DatabaseTarget): NonNullable<Bun.SQL.PostgresOrMySQLOption
 export type PoolOptions = {
   /** Connections in the pool (default 10). */
   max?: number;
-  /** Server-side limits each session carries: a client that vanished mid-transaction frees its row locks. */
+  /**
+   * Server-side limits each session carries (defaults 5 s, 2 s, 10 s): the server ends a slow
+   * statement or a lock wait itself, cleanly rolled back, and a client that vanished
+   * mid-transaction frees its row locks.
+   */
   statementTimeoutMs?: number;
   lockTimeoutMs?: number;
   idleInTransactionTimeoutMs?: number;
@@ -231,9 +235,9 @@ export function clientOptions(t: DatabaseTarget, pool: PoolOptions = {}): Bun.SQ
       options: "",
       application_name: t.applicationName,
       search_path: SCHEMA,
-      statement_timeout: `${pool.statementTimeoutMs ?? 10_000}ms`,
-      lock_timeout: `${pool.lockTimeoutMs ?? 5_000}ms`,
-      idle_in_transaction_session_timeout: `${pool.idleInTransactionTimeoutMs ?? 15_000}ms`,
+      statement_timeout: `${pool.statementTimeoutMs ?? 5_000}ms`,
+      lock_timeout: `${pool.lockTimeoutMs ?? 2_000}ms`,
+      idle_in_transaction_session_timeout: `${pool.idleInTransactionTimeoutMs ?? 10_000}ms`,
       TimeZone: "UTC",
     },
   };
