@@ -9,8 +9,9 @@ import { openPool, parseDatabaseUrl } from "../../src/adapters/postgres/connecti
 import { classifyFailure, violatedConstraint } from "../../src/adapters/postgres/errors.ts";
 import { migrate, SchemaTooNew, schemaVersion } from "../../src/adapters/postgres/migrate.ts";
 import { POSTGRES_MIGRATIONS } from "../../src/adapters/postgres/schema.ts";
+import { listSigningKeys, registerSigningKey } from "../../src/adapters/postgres/signing-keys.ts";
 import { usePostgres } from "../helpers/postgres.ts";
-import { addKey, freshLedger } from "../helpers/postgres-ledger.ts";
+import { addKey, addNode, freshLedger } from "../helpers/postgres-ledger.ts";
 
 const pg = usePostgres();
 
@@ -164,6 +165,28 @@ describe("the catalog version", () => {
     const seen = await Promise.all([watch.current(), watch.current(), watch.current()]);
     expect(seen).toEqual([v0 + 1, v0 + 1, v0 + 1]);
     expect(reads).toBe(2);
+  });
+});
+
+describe("signing keys of every node", () => {
+  test("each node has one current key; a rotation retires only that node's previous key; every key stays listed", async () => {
+    await using ledger = await freshLedger(pg.server);
+    await addNode(ledger.sql, "node-a");
+    await addNode(ledger.sql, "node-b");
+    await registerSigningKey(ledger.sql, "node-a", "kid-a1", '{"x":"a1"}', 100);
+    await registerSigningKey(ledger.sql, "node-b", "kid-b1", '{"x":"b1"}', 200);
+    await registerSigningKey(ledger.sql, "node-a", "kid-a2", '{"x":"a2"}', 300);
+    await registerSigningKey(ledger.sql, "node-a", "kid-a2", '{"x":"a2"}', 400);
+    expect((await listSigningKeys(ledger.sql)).map((k) => [k.kid, k.node_id, k.retired_at])).toEqual([
+      ["kid-a2", "node-a", null],
+      ["kid-b1", "node-b", null],
+      ["kid-a1", "node-a", 300],
+    ]);
+    // Two current keys for one node cannot exist, whatever writes the table.
+    expect(await failureOf(ledger.sql`INSERT INTO signing_keys (kid, node_id, public_jwk, created_at) VALUES ('kid-a3', 'node-a', '{}', 500)`)).toMatchObject({
+      state: "23505",
+      constraint: "signing_keys_current",
+    });
   });
 });
 
