@@ -173,6 +173,23 @@ describe("settling", () => {
 });
 
 describe("refusals", () => {
+  test("room made between the first try and the refusal's lock is taken, not refused", async () => {
+    await using ledger = await freshLedger(pg.server);
+    const { make } = signingMaker();
+    const key = await addKey(ledger.sql, { budgetMc: 1000 });
+    const node = await addNode(ledger.sql, "node-a");
+    const first = await reserve(ledger.sql, call(key.id), node, 20, make);
+    if (first.kind !== "reserved") throw new Error(first.kind);
+    const other = ledger.pool(1);
+    const second = await reserve(ledger.sql, call(key.id), node, 20, make, async () => {
+      // The key is full when the first statement runs; another node refunds before the refusal locks the row.
+      await settle(other, first.reservationId, "refunded_upstream_error", 502, null, T, make);
+    });
+    expect(second).toMatchObject({ kind: "reserved", remainingMc: 0 });
+    expect(await keyRow(ledger.sql, key.id)).toMatchObject({ spent: 1000, seq: 1 });
+    expect(await checkMoney(ledger.sql)).toEqual([]);
+  });
+
   test("a revoked or expired key reserves nothing and writes nothing", async () => {
     await using ledger = await freshLedger(pg.server);
     const { make } = signingMaker();

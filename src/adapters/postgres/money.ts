@@ -183,9 +183,17 @@ function auditRow(tx: SQL, c: CallInput, orgId: string, outcome: string, httpSta
  * lease is lost, the hour's failures are used up (an audit row, no count), or the price does not
  * fit (a failure counted, a refused_budget receipt, an audit row).
  */
-export async function reserve(sql: SQL, c: CallInput, node: NodeLease, failuresPerHour: number, make: ReceiptMaker): Promise<ReserveResult> {
+export async function reserve(
+  sql: SQL,
+  c: CallInput,
+  node: NodeLease,
+  failuresPerHour: number,
+  make: ReceiptMaker,
+  testOnlyAfterFirstTry?: () => Promise<void>,
+): Promise<ReserveResult> {
   const [hit] = await reservationStatement(sql, c, node, failuresPerHour);
   if (hit !== undefined) return { kind: "reserved", reservationId: toSafe(hit.id), remainingMc: toSafe(hit.remaining_mc) };
+  await testOnlyAfterFirstTry?.();
   return sql.begin(async (tx): Promise<ReserveResult> => {
     const [key] = (await tx`
       SELECT id, org_id, budget_mc, spent_mc, period, reset, revoked_at, expires_at, fail_hour, fail_count
