@@ -102,6 +102,8 @@ export type PostgresServerOptions = {
   tls?: ServerTls;
   /** With `tls`: refuse connections that do not use TLS (pg_hba `hostssl` only). */
   tlsOnly?: boolean;
+  /** A port to try first; when it is taken, the start retries on a free one. */
+  firstPort?: number;
 };
 
 /** How a running server is stopped: `fast` (SIGINT) ends sessions cleanly; `immediate` (SIGQUIT) is a crash, recovered at the next start. */
@@ -237,7 +239,7 @@ export class PostgresServer {
     const { postgres } = await postgresBinaries();
     const keepPort = this.port !== 0;
     for (let attempt = 1; ; attempt++) {
-      const port = keepPort ? this.port : await freePort();
+      const port = keepPort ? this.port : attempt === 1 && this.options.firstPort !== undefined ? this.options.firstPort : await freePort();
       const proc = this.spawnAsServer([postgres, "-D", join(this.root, "data"), ...this.settings(port)]);
       const log = new ServerLog(proc.stderr as ReadableStream<Uint8Array>);
       new Response(proc.stdout).text().catch(() => {});

@@ -10,13 +10,10 @@ import { makePostgresCerts } from "../helpers/postgres-certs.ts";
 
 const pg = usePostgres();
 
+/** Whether `pid` runs (a zombie waiting to be reaped does not). */
 const alive = (pid: number) => {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch {
-    return false;
-  }
+  const stat = Bun.spawnSync(["ps", "-o", "stat=", "-p", String(pid)]).stdout.toString().trim();
+  return stat !== "" && !stat.startsWith("Z");
 };
 
 describe("the test PostgreSQL server", () => {
@@ -81,10 +78,10 @@ describe("the test PostgreSQL server", () => {
     }
   });
 
-  test("two servers pick different free ports, and a port already taken is not used", async () => {
+  test("two servers pick different free ports; a port found taken at start is retried on another", async () => {
     const squatter = Bun.listen({ hostname: "127.0.0.1", port: 0, socket: { data() {} } });
     try {
-      const other = await PostgresServer.start();
+      const other = await PostgresServer.start({ firstPort: squatter.port });
       const pid = other.pid!;
       try {
         expect(other.port).not.toBe(pg.server.port);
@@ -119,6 +116,16 @@ describe("the test PostgreSQL server", () => {
       await server.dispose();
     }
   });
+
+  test("a process that exits without stopping its server leaves nothing running (the exit hook)", async () => {
+    const child = Bun.spawn([process.execPath, join(import.meta.dir, "../fixtures/postgres-abandoned.ts")], { stdout: "pipe", stderr: "pipe" });
+    const [code, out, err] = await Promise.all([child.exited, new Response(child.stdout).text(), new Response(child.stderr).text()]);
+    expect(`${code} ${err}`).toBe("0 ");
+    const m = /postmaster pid (\d+) root (\S+)/.exec(out);
+    expect(m).not.toBeNull();
+    expect(alive(Number(m![1]))).toBe(false);
+    expect(existsSync(m![2]!)).toBe(false);
+  }, 60_000);
 
   test("a failing test file still stops its server (a child bun test)", async () => {
     const child = Bun.spawn([process.execPath, "test", join(import.meta.dir, "../fixtures/postgres-failing-suite.ts")], {
