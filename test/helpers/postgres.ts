@@ -119,6 +119,12 @@ process.on("exit", () => {
 
 let databaseCount = 0;
 
+/** Whether `pid` runs (an exited child not yet reaped does not). */
+function isRunning(pid: number): boolean {
+  const stat = Bun.spawnSync(["ps", "-o", "stat=", "-p", String(pid)]).stdout.toString().trim();
+  return stat !== "" && !stat.startsWith("Z");
+}
+
 /** Signals a process that may have exited already. */
 function signal(pid: number, sig: NodeJS.Signals): void {
   try {
@@ -227,6 +233,9 @@ export class PostgresServer {
       // nothing it acknowledged (synchronous_commit stays on).
       fsync: "off",
       full_page_writes: "off",
+      // Dynamic shared memory as files in the data directory, which dispose() removes, rather
+      // than in /dev/shm, where a killed server would leave them.
+      dynamic_shared_memory_type: "mmap",
     };
     if (this.options.tls) {
       Object.assign(s, { ssl: "on", ssl_cert_file: join(this.root, "server.crt"), ssl_key_file: join(this.root, "server.key") });
@@ -359,9 +368,19 @@ export class PostgresServer {
     live.delete(this);
   }
 
-  /** The exit hook's last resort: no await is possible there. */
+  /**
+   * The exit hook's last resort, where no await is possible: an immediate shutdown, waited for
+   * synchronously a few seconds (so the server removes its shared memory segment), then SIGKILL
+   * for whatever is left.
+   */
   killNow(): void {
-    for (const pid of this.processTree()) signal(pid, "SIGKILL");
+    const tree = this.processTree();
+    const postmaster = tree[0];
+    if (postmaster !== undefined) {
+      signal(postmaster, "SIGQUIT");
+      for (let waited = 0; waited < 3000 && isRunning(postmaster); waited += 20) Bun.sleepSync(20);
+    }
+    for (const pid of tree) signal(pid, "SIGKILL");
     this.proc = null;
     rmSync(this.root, { recursive: true, force: true });
   }

@@ -3,7 +3,7 @@
 // port and data, TLS on, and nothing left running afterwards, also when a test fails.
 import { describe, expect, test } from "bun:test";
 import { SQL } from "bun";
-import { existsSync } from "node:fs";
+import { existsSync, readdirSync } from "node:fs";
 import { join } from "node:path";
 import { ourPostgresProcesses, PostgresServer, usePostgres } from "../helpers/postgres.ts";
 import { makePostgresCerts } from "../helpers/postgres-certs.ts";
@@ -15,6 +15,15 @@ const alive = (pid: number) => {
   const stat = Bun.spawnSync(["ps", "-o", "stat=", "-p", String(pid)]).stdout.toString().trim();
   return stat !== "" && !stat.startsWith("Z");
 };
+
+/** System V shared memory segments and POSIX ones in /dev/shm: a killed server could leave either. */
+function sharedMemory(): { sysv: number; posix: number } {
+  const ipcs = Bun.spawnSync(["ipcs", "-m"]);
+  expect(ipcs.exitCode).toBe(0);
+  const sysv = ipcs.stdout.toString().split("\n").filter((l) => /^0x[0-9a-f]+\s/.test(l)).length;
+  const posix = existsSync("/dev/shm") ? readdirSync("/dev/shm").filter((f) => f.startsWith("PostgreSQL.")).length : 0;
+  return { sysv, posix };
+}
 
 describe("the test PostgreSQL server", () => {
   test("runs PostgreSQL 18 on 127.0.0.1, not as root, with no unix socket", async () => {
@@ -117,7 +126,8 @@ describe("the test PostgreSQL server", () => {
     }
   });
 
-  test("a process that exits without stopping its server leaves nothing running (the exit hook)", async () => {
+  test("a process that exits without stopping its server leaves nothing running, and no shared memory (the exit hook)", async () => {
+    const before = sharedMemory();
     const child = Bun.spawn([process.execPath, join(import.meta.dir, "../fixtures/postgres-abandoned.ts")], { stdout: "pipe", stderr: "pipe" });
     const [code, out, err] = await Promise.all([child.exited, new Response(child.stdout).text(), new Response(child.stderr).text()]);
     expect(`${code} ${err}`).toBe("0 ");
@@ -125,6 +135,7 @@ describe("the test PostgreSQL server", () => {
     expect(m).not.toBeNull();
     expect(alive(Number(m![1]))).toBe(false);
     expect(existsSync(m![2]!)).toBe(false);
+    expect(sharedMemory()).toEqual(before);
   }, 60_000);
 
   test("a failing test file still stops its server (a child bun test)", async () => {
