@@ -26,10 +26,10 @@ function buildProgram(): Command {
     });
   withUsage(program, usage.PROGRAM_USAGE);
 
-  withUsage(program.command("certs").argument("<dir>").addOption(new Option("--host <name>").default([]).argParser(collect)), usage.CERTS_USAGE)
-    .action(async (dir: string, opts: { host: string[] }) => {
+  withUsage(program.command("certs").argument("<dir>").addOption(new Option("--host <name>").default([]).argParser(collect)).option("--desk"), usage.CERTS_USAGE)
+    .action(async (dir: string, opts: { host: string[]; desk?: boolean }) => {
       const { runCerts } = await import("./commands/certs.ts");
-      await runCerts({ dir, hosts: opts.host, streams: processStreams, now: new Date() });
+      await runCerts({ dir, hosts: opts.host, desk: opts.desk === true, streams: processStreams, now: new Date() });
     });
 
   withUsage(program.command("serve-mcp"), usage.SERVE_MCP_USAGE).action(async () => {
@@ -46,9 +46,15 @@ function buildProgram(): Command {
       .option("--db <path>")
       .option("--ttl <duration>")
       .option("--max-pending <n>")
-      .option("--max-amount <amount>"),
+      .option("--max-amount <amount>")
+      .option("--desk-listen <host:port>")
+      .option("--desk-ca <path>")
+      .option("--on-approve <cmd>")
+      .option("--on-approve-timeout <duration>")
+      .option("--print-decision-keys")
+      .option("--export-decisions"),
     usage.APPROVER_USAGE,
-  ).action(async (opts: Record<string, string | undefined>) => {
+  ).action(async (opts: Record<string, string | undefined> & { printDecisionKeys?: boolean; exportDecisions?: boolean }) => {
     const { runApprover } = await import("./commands/approver/index.ts");
     await runApprover(opts, processStreams);
   });
@@ -82,9 +88,10 @@ function buildProgram(): Command {
       .argument("[response]")
       .option("--keys <path>")
       .option("--args <path>")
-      .option("--jsonl <path>"),
+      .option("--jsonl <path>")
+      .option("--approver-keys <path>"),
     usage.VERIFY_RECEIPT_USAGE,
-  ).action(async (response: string | undefined, opts: { keys?: string; args?: string; jsonl?: string }) => {
+  ).action(async (response: string | undefined, opts: { keys?: string; args?: string; jsonl?: string; approverKeys?: string }) => {
     const { runVerifyReceipt } = await import("./commands/verify-receipt.ts");
     await runVerifyReceipt({ response, ...opts, streams: processStreams });
   });

@@ -23,6 +23,7 @@ Examples:
 `;
 
 export const CERTS_USAGE = `Usage: ask-only certs DIR [--host NAME]...
+       ask-only certs DIR --desk
 
 Makes two separate certificate authorities and the certificates of the mTLS link in DIR
 (created with mode 0700 if missing). Existing files are never overwritten. The CA private keys
@@ -31,15 +32,19 @@ are discarded: to issue new certificates, run certs again into a new directory.
 Options:
   --host NAME   another DNS name or IP address for the approver's certificate (repeatable);
                 localhost, 127.0.0.1 and ::1 are always included
+  --desk        make the desk's own set instead: a third CA and the desk's client certificate
   -h, --help    print this help
 
 Files:
   approver.pem, approver.key, client-ca.pem    go to the approver
   client.pem, client.key, approver-ca.pem      go to serve-mcp
+  desk-ca.pem (--desk)                         goes to the approver (--desk-ca)
+  desk.pem, desk.key (--desk)                  go to the desk, with approver-ca.pem
 
 Examples:
   ask-only certs ./certs
   ask-only certs /etc/ask-only --host approver.internal --host 10.0.0.5
+  ask-only certs ./certs --desk
 `;
 
 export const SERVE_MCP_USAGE = `Usage: ask-only serve-mcp
@@ -65,6 +70,8 @@ Examples:
 `;
 
 export const APPROVER_USAGE = `Usage: ask-only approver [options]
+       ask-only approver --print-decision-keys [--db PATH]
+       ask-only approver --export-decisions [--db PATH]
 
 Accepts asks over mutual TLS only, stores them, shows each one as a recap on this terminal,
 and takes "approve ID" or "deny ID" typed here.
@@ -82,6 +89,20 @@ Options (each also from the environment; the flag wins):
   --max-pending N      most asks pending at once (default 50)
   --max-amount AMOUNT  the largest amount of one pay ask, in major units (default 1000000)
                        (ASK_ONLY_PAY_APPROVER_MAX_PENDING)
+  --desk-listen HOST:PORT
+                       a second listener, for the desk's spend asks only
+                       (ASK_ONLY_PAY_APPROVER_DESK_LISTEN)
+  --desk-ca PATH       the only CA that listener trusts: desk-ca.pem from certs --desk
+                       (ASK_ONLY_PAY_APPROVER_DESK_CA)
+  --on-approve CMD     run CMD (with /bin/sh -c) once for each approved pay or account ask,
+                       the ask as JSON on its stdin; its first line is the ref
+                       (ASK_ONLY_PAY_APPROVER_ON_APPROVE)
+  --on-approve-timeout DURATION
+                       the step's deadline (default 60s, at most 1h)
+                       (ASK_ONLY_PAY_APPROVER_ON_APPROVE_TIMEOUT)
+  --print-decision-keys
+                       print the JWKS of the decision-signing keys (current and retired)
+  --export-decisions   print every signed decision record, one JSON line each
   -h, --help           print this help
 
 Console commands (typed on this terminal; ids in any case):
@@ -134,25 +155,33 @@ Examples:
   ask-only desk check --data ./desk-data
 `;
 
-export const VERIFY_RECEIPT_USAGE = `Usage: ask-only verify-receipt RESPONSE.json --keys JWKS.json [--args ARGS.json]
-       ask-only verify-receipt --jsonl EXPORT.jsonl --keys JWKS.json
+export const VERIFY_RECEIPT_USAGE = `Usage: ask-only verify-receipt RESPONSE.json --keys JWKS.json [--args ARGS.json] [--approver-keys JWKS.json]
+       ask-only verify-receipt DECISION.json --keys APPROVER-JWKS.json
+       ask-only verify-receipt --jsonl EXPORT.jsonl --keys JWKS.json [--approver-keys JWKS.json]
 
 Checks a desk receipt offline: the signature under its kid, the readable copy against the
 signed payload, the returned result against result_sha256, and the arguments (when given)
 against params_sha256. RESPONSE.json is a desk REST response body, a saved MCP tools/call
-result (receipt under _meta["io.ask-only/receipt"]) or a bare envelope. Each check prints as
-"ok", "skip" or "FAILED" with the field that differs. Exit 0 only when every check that
-applies passes, 1 otherwise, 2 for bad usage.
+result (receipt under _meta["io.ask-only/receipt"]) or a bare envelope. A receipt of a call
+a person approved carries the approver's signed decision: --approver-keys checks it, and that
+it approves this very call. An approver's decision record (from GET /v1/asks/ID/decision or
+approver --export-decisions) is checked with the approver's key set as --keys. Each check
+prints as "ok", "skip" or "FAILED" with the field that differs. Exit 0 only when every check
+that applies passes, 1 otherwise, 2 for bad usage.
 
 Options:
-  --keys PATH    the desk's JWKS (GET /.well-known/receipt-signing-key.json); retired keys
-                 in it still verify older receipts
-  --args PATH    the arguments object the call was made with (JSON)
-  --jsonl PATH   an export of envelopes, one per line: checks every signature and readable
-                 copy, and each key's chain (seq and prev_sha256)
-  -h, --help     print this help
+  --keys PATH           the desk's JWKS (GET /.well-known/receipt-signing-key.json), or the
+                        approver's (approver --print-decision-keys) for decision records;
+                        retired keys in it still verify older records
+  --args PATH           the arguments object the call was made with (JSON)
+  --approver-keys PATH  the approver's JWKS, for receipts that carry a decision
+  --jsonl PATH          an export of receipt envelopes or of decision records, one per line:
+                        checks every signature and readable copy, and the chains
+  -h, --help            print this help
 
 Examples:
   ask-only verify-receipt response.json --keys receipt-signing-key.json --args args.json
+  ask-only verify-receipt response.json --keys desk-keys.json --approver-keys approver-keys.json
   ask-only verify-receipt --jsonl receipts.jsonl --keys receipt-signing-key.json
+  ask-only verify-receipt --jsonl decisions.jsonl --keys approver-keys.json
 `;
