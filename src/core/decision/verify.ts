@@ -27,7 +27,7 @@ function verifySigned(envelope: unknown, keys: ReceiptKeys, name: "signature" | 
   const bytes = decodeBase64url(payload);
   if (bytes === null) return bad("payload is not base64url");
   const key = keys.get(kid);
-  if (key === undefined) return bad(`unknown kid ${printable(kid)} (not in the approver's key set)`);
+  if (key === undefined) return bad(`unknown kid ${printable(kid)} (not in the ${name === "signature" ? "" : "approver's "}key set)`);
   const sig = decodeBase64url(signature);
   if (sig === null || sig.length !== 64 || !verify(null, bytes, key, sig)) return bad(`does not verify under kid ${printable(kid)}`);
   const read = readDecisionBytes(bytes);

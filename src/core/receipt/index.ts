@@ -9,12 +9,17 @@ export {
   jwkThumbprint,
   jwksOf,
   loadSigner,
+  loadSigningKey,
   type ReceiptJwk,
   ReceiptInvalidError,
   ReceiptKeyError,
   type ReceiptSigner,
+  type SigningKey,
 } from "./sign.ts";
 export {
+  type ApprovalEnvelope,
+  APPROVAL_OUTCOMES,
+  APPROVAL_RECEIPT_VERSION,
   canonicalReceipt,
   type Envelope,
   OUTCOMES,
