@@ -175,7 +175,7 @@ describe("the spend ask's rules over the wire", () => {
     const body = spendBody();
     expect((await post("desk", DESK(), "/v1/asks/spend", body)).status).toBe(201);
     await expectError(await post("desk", DESK(), "/v1/asks/spend", { ...body, price_mc: 1 }), 409, "ID_ALREADY_USED");
-    expect((ledger.get(body.approval_id)?.ask as { price_mc: number }).price_mc).toBe(150_000);
+    expect(ledger.get(body.approval_id)?.ask).toMatchObject({ price_mc: 150_000 });
   });
 });
 
