@@ -3,8 +3,8 @@
 import { expect, test } from "bun:test";
 import fc from "fast-check";
 import { formatAmount } from "../../src/core/money/format.ts";
-import { renderDecision, renderListLine, renderRecap } from "../../src/core/recap/render.ts";
-import { columns, priceText, recapCase, recapViolations } from "../helpers/recap-invariants.ts";
+import { renderDecision, renderListLine, renderRecap, renderStepFailure, type StepFailure } from "../../src/core/recap/render.ts";
+import { columns, priceText, recapCase, recapViolations, unicodeUnit } from "../helpers/recap-invariants.ts";
 
 const RUNS = 10_000;
 const seed = Number(process.env.RECAP_SEED ?? (Date.now() ^ (Math.random() * 0x7fffffff)) | 0);
@@ -43,6 +43,32 @@ test(`list rows and decision rows over random Unicode (${RUNS / 10} cases, seed 
         }
       }
       for (const row of [list, ...approved, ...denied]) expect(row).toMatch(/^[\x20-\x7e]+$/);
+    }),
+    { numRuns: RUNS / 10, seed },
+  );
+}, 60_000);
+
+test(`a failed step's rows over random Unicode in its output (${RUNS / 10} cases, seed ${seed})`, () => {
+  const text = fc.oneof(fc.string({ unit: unicodeUnit, maxLength: 400 }), fc.string({ unit: unicodeUnit, maxLength: 4000, size: "max" }));
+  const failure: fc.Arbitrary<StepFailure> = fc.oneof(
+    fc.record({ ref: fc.constant("exit_status" as const), exitCode: fc.integer({ min: 1, max: 255 }), signal: fc.constant(null), stderr: text }),
+    fc.record({ ref: fc.constant("bad_first_line" as const), firstLine: text, stderr: text }),
+    fc.record({ ref: fc.constant("timeout" as const), deadline: fc.constant("60s"), stderr: text }),
+  );
+  const hidden = /[\p{Cc}\p{Cf}\p{Zl}\p{Zp}\p{Cs}\p{Co}\p{Cn}]/u;
+  fc.assert(
+    fc.property(recapCase, failure, ({ stored }, f) => {
+      if (stored.ask.kind === "spend") return;
+      const rows = renderStepFailure({ ...stored, state: "failed", ref: f.ref }, f);
+      expect(rows[0]).toStartWith(`${stored.ask.approval_id}: failed: `);
+      expect(rows.at(-1)).toBe("  it is not run again: check by hand what it did");
+      // The step's words are at most four rows per value, each after its label or the `>` marker.
+      expect(rows.length).toBeLessThanOrEqual(2 + 2 * 5 + 1);
+      for (const row of rows.slice(1)) {
+        expect(columns(row)).toBeLessThanOrEqual(76);
+        expect(hidden.test(row)).toBe(false);
+        expect(row).toMatch(/^ {2}(the step |stderr: {4}\(from the step\)|line 1: {4}\(from the step\)|> {10}|\(\d+ more rows not shown\)|it is not run again)/);
+      }
     }),
     { numRuns: RUNS / 10, seed },
   );
