@@ -168,8 +168,8 @@ export async function generateDeskCertificates(options: { now: Date }): Promise<
   return {
     files: [
       { name: "desk-ca.pem", contents: `${deskCa.cert.toString("pem")}\n`, secret: false, role: "approver trusts it on its desk listener (--desk-ca)" },
-      { name: "desk.pem", contents: `${desk.cert.toString("pem")}\n`, secret: false, role: "the desk's certificate (--approver-cert)" },
-      { name: "desk.key", contents: await privateKeyPem(desk.keys.privateKey), secret: true, role: "the desk's key (--approver-key)" },
+      { name: "desk.pem", contents: `${desk.cert.toString("pem")}\n`, secret: false, role: "the desk's client certificate, for its link to the approver" },
+      { name: "desk.key", contents: await privateKeyPem(desk.keys.privateKey), secret: true, role: "the desk's key" },
     ],
   };
 }
