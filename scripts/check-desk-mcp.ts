@@ -9,12 +9,12 @@ import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { startUpstreamFixture } from "../test/fixtures/upstream-server.ts";
+import { CONFORMANCE, INSPECTOR, requireExtraChecks } from "./lib/extra-checks.ts";
 
 const root = resolve(import.meta.dir, "..");
 const binary = resolve(root, "dist/ask-only");
 const bun = resolve(root, "node_modules/.bin/bun");
-const inspector = resolve(root, "node_modules/@modelcontextprotocol/inspector/clients/launcher/build/index.js");
-const conformance = resolve(root, "node_modules/@modelcontextprotocol/conformance/dist/index.js");
+requireExtraChecks(INSPECTOR, CONFORMANCE);
 const TOKEN = "check-desk-mcp-admin-token-0123456789abcdefghij";
 const SCENARIOS = ["server-initialize", "ping", "tools-list", "tools-call-simple-text", "dns-rebinding-protection"];
 
@@ -71,7 +71,7 @@ try {
   const header = ["--header", `Authorization: Bearer ${secret}`];
 
   // --- 1. MCP Inspector CLI ---
-  const cli = ["node", inspector, "--cli", `${deskUrl}/mcp`, "--transport", "http", ...header];
+  const cli = ["node", INSPECTOR, "--cli", `${deskUrl}/mcp`, "--transport", "http", ...header];
   const listed = await run([...cli, "--strict", "--method", "tools/list"]);
   let names: string[] = [];
   try {
@@ -84,7 +84,7 @@ try {
     receipt = (JSON.parse(called.stdout) as { _meta?: Record<string, typeof receipt> })._meta?.["io.ask-only/receipt"];
   } catch {}
   report(called.code === 0 && receipt?.receipt?.outcome === "charged", `inspector tools/call fx__echo: ${receipt?.receipt?.outcome ?? "no receipt"} ${receipt?.receipt?.amount_mc ?? ""} mc`, called);
-  const refused = await run(["node", inspector, "--cli", `${deskUrl}/mcp`, "--transport", "http", "--method", "tools/list"]);
+  const refused = await run(["node", INSPECTOR, "--cli", `${deskUrl}/mcp`, "--transport", "http", "--method", "tools/list"]);
   report(refused.code !== 0, "inspector without the bearer header is refused", refused);
 
   // --- 2. Conformance suite through the header relay ---
@@ -107,7 +107,7 @@ try {
   });
   const target = `http://localhost:${relay.port}/mcp`;
   for (const scenario of SCENARIOS) {
-    const r = await run([bun, conformance, "server", "--url", target, "--scenario", scenario, "--verbose"]);
+    const r = await run([bun, CONFORMANCE, "server", "--url", target, "--scenario", scenario, "--verbose"]);
     let checks: { id: string; status: string; errorMessage?: string; details?: unknown }[] = [];
     try {
       checks = JSON.parse(r.stdout.slice(r.stdout.indexOf("["), r.stdout.lastIndexOf("]") + 1));

@@ -5,10 +5,11 @@ import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { PAY_FIELDS } from "../test/helpers/sample-asks.ts";
+import { INSPECTOR, requireExtraChecks } from "./lib/extra-checks.ts";
 
 const root = resolve(import.meta.dir, "..");
 const binary = resolve(root, "dist/ask-only");
-const inspector = resolve(root, "node_modules/@modelcontextprotocol/inspector/clients/launcher/build/index.js");
+requireExtraChecks(INSPECTOR);
 const work = mkdtempSync(join(tmpdir(), "ask-only-inspector-"));
 const certs = join(work, "certs");
 
@@ -54,7 +55,7 @@ try {
     `ASK_ONLY_PAY_CLIENT_KEY=${join(certs, "client.key")}`,
     `ASK_ONLY_PAY_CA=${join(certs, "approver-ca.pem")}`,
   ].flatMap((kv) => ["-e", kv]);
-  const cli = ["node", inspector, "--cli", ...env];
+  const cli = ["node", INSPECTOR, "--cli", ...env];
 
   const listed = await run([...cli, "--strict", binary, "serve-mcp", "--method", "tools/list"]);
   if (listed.code !== 0) fail("tools/list (--strict)", listed);

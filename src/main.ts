@@ -1,8 +1,10 @@
 // The ask-only program: one binary, five subcommands. This is the only top-level catch and the
 // only place that picks exit codes: 0 ok, 1 failure, 2 usage.
 import { Command, CommanderError, Option } from "commander";
-import { CliError, printError, processStreams, usageError } from "./cli/voice.ts";
+import { APPROVER_FLAGS, CERTS_FLAGS, DESK_FLAGS, type Flag, VERIFY_RECEIPT_FLAGS } from "./cli/flags.ts";
 import * as usage from "./cli/usage.ts";
+import { CliError, printError, processStreams, usageError } from "./cli/voice.ts";
+import type { ApproverFlags } from "./commands/approver/config.ts";
 import type { DeskFlags } from "./commands/desk/index.ts";
 
 declare const ASK_ONLY_VERSION: string | undefined;
@@ -13,6 +15,19 @@ function withUsage(command: Command, text: string): Command {
 }
 
 const collect = (value: string, previous: string[]) => [...previous, value];
+
+/** The command's options, from its table in cli/flags.ts (help is printed from the same table). */
+function withFlags(command: Command, flags: readonly Flag[]): Command {
+  for (const f of flags) {
+    const option = new Option(f.value === undefined ? f.name : `${f.name} <${f.value.toLowerCase()}>`);
+    if (f.repeatable) option.default([]).argParser(collect);
+    command.addOption(option);
+  }
+  return command;
+}
+
+/** The subcommand being run, for the hint of a usage error (`ask-only approver --help`). */
+let commandName: string | undefined;
 
 function buildProgram(): Command {
   const program = new Command("ask-only")
@@ -25,8 +40,11 @@ function buildProgram(): Command {
       outputError: () => {}, // reported by main() in the house format
     });
   withUsage(program, usage.PROGRAM_USAGE);
+  program.hook("preSubcommand", (_program, sub) => {
+    commandName ??= sub.name();
+  });
 
-  withUsage(program.command("certs").argument("<dir>").addOption(new Option("--host <name>").default([]).argParser(collect)).option("--desk"), usage.CERTS_USAGE)
+  withUsage(withFlags(program.command("certs").argument("<dir>"), CERTS_FLAGS), usage.CERTS_USAGE)
     .action(async (dir: string, opts: { host: string[]; desk?: boolean }) => {
       const { runCerts } = await import("./commands/certs.ts");
       await runCerts({ dir, hosts: opts.host, desk: opts.desk === true, streams: processStreams, now: new Date() });
@@ -36,42 +54,11 @@ function buildProgram(): Command {
     const { runServeMcp } = await import("./commands/serve-mcp/index.ts");
     await runServeMcp({ version: VERSION, streams: processStreams });
   });
-  withUsage(
-    program
-      .command("approver")
-      .option("--cert <path>")
-      .option("--key <path>")
-      .option("--ca <path>")
-      .option("--listen <host:port>")
-      .option("--db <path>")
-      .option("--ttl <duration>")
-      .option("--max-pending <n>")
-      .option("--max-amount <amount>")
-      .option("--desk-listen <host:port>")
-      .option("--desk-ca <path>")
-      .option("--on-approve <cmd>")
-      .option("--on-approve-timeout <duration>")
-      .option("--print-decision-keys")
-      .option("--export-decisions"),
-    usage.APPROVER_USAGE,
-  ).action(async (opts: Record<string, string | undefined> & { printDecisionKeys?: boolean; exportDecisions?: boolean }) => {
+  withUsage(withFlags(program.command("approver"), APPROVER_FLAGS), usage.APPROVER_USAGE).action(async (opts: ApproverFlags) => {
     const { runApprover } = await import("./commands/approver/index.ts");
     await runApprover(opts, processStreams);
   });
-  const desk = withUsage(
-    program
-      .command("desk")
-      .option("--listen <host:port>")
-      .option("--data <dir>")
-      .option("--admin-token-file <path>")
-      .option("--tls-cert <path>")
-      .option("--tls-key <path>")
-      .option("--upstream-timeout <secs>")
-      .option("--allowed-host <host>", "", collect, [] as string[])
-      .option("--trust-proxy")
-      .option("--allow-upstream-host <address>", "", collect, [] as string[]),
-    usage.DESK_USAGE,
-  ).action(async (flags: DeskFlags) => {
+  const desk = withUsage(withFlags(program.command("desk"), DESK_FLAGS), usage.DESK_USAGE).action(async (flags: DeskFlags) => {
     const { runDesk } = await import("./commands/desk/index.ts");
     await runDesk({ flags, env: process.env, streams: processStreams });
   });
@@ -82,16 +69,7 @@ function buildProgram(): Command {
     const { runDeskCheck } = await import("./commands/desk/index.ts");
     await runDeskCheck({ data, streams: processStreams });
   });
-  withUsage(
-    program
-      .command("verify-receipt")
-      .argument("[response]")
-      .option("--keys <path>")
-      .option("--args <path>")
-      .option("--jsonl <path>")
-      .option("--approver-keys <path>"),
-    usage.VERIFY_RECEIPT_USAGE,
-  ).action(async (response: string | undefined, opts: { keys?: string; args?: string; jsonl?: string; approverKeys?: string }) => {
+  withUsage(withFlags(program.command("verify-receipt").argument("[response]"), VERIFY_RECEIPT_FLAGS), usage.VERIFY_RECEIPT_USAGE).action(async (response: string | undefined, opts: { keys?: string; args?: string; jsonl?: string; approverKeys?: string }) => {
     const { runVerifyReceipt } = await import("./commands/verify-receipt.ts");
     await runVerifyReceipt({ response, ...opts, streams: processStreams });
   });
@@ -100,6 +78,12 @@ function buildProgram(): Command {
 
 function commanderMessage(err: CommanderError): string {
   return err.message.replace(/^error: /, "");
+}
+
+/** Every usage error ends with the same pointer to the help of the command at hand. */
+function usageHint(advice?: string): string {
+  const help = `run 'ask-only ${commandName === undefined ? "" : `${commandName} `}--help' for usage`;
+  return advice ? `${advice}; ${help}` : help;
 }
 
 export async function main(argv: string[]): Promise<number> {
@@ -113,12 +97,12 @@ export async function main(argv: string[]): Promise<number> {
     return 0;
   } catch (err) {
     if (err instanceof CliError) {
-      printError(processStreams, err.message, err.hint);
+      printError(processStreams, err.message, err.exitCode === 2 ? usageHint(err.hint) : err.hint);
       return err.exitCode;
     }
     if (err instanceof CommanderError) {
       if (err.code === "commander.helpDisplayed" || err.code === "commander.version") return 0;
-      printError(processStreams, commanderMessage(err), "run 'ask-only --help' for usage");
+      printError(processStreams, commanderMessage(err), usageHint());
       return 2;
     }
     printError(processStreams, `unexpected failure: ${err instanceof Error ? err.message : String(err)}`);

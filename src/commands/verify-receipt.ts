@@ -31,17 +31,16 @@ export type VerifyReceiptOptions = {
 /** A path from the command line, escaped like file text but never cut. */
 const shownPath = (path: string) => printable(path, Number.POSITIVE_INFINITY);
 
-const USAGE_HINT = "run 'ask-only verify-receipt --help' for usage";
 const KEYS_HINT = "the desk publishes it at GET /.well-known/receipt-signing-key.json";
 const APPROVER_KEYS_HINT = "ask-only approver --print-decision-keys prints it";
 
 export async function runVerifyReceipt(options: VerifyReceiptOptions): Promise<void> {
-  if (options.keys === undefined) throw usageError("--keys JWKS.json is required", USAGE_HINT);
+  if (options.keys === undefined) throw usageError("--keys JWKS.json is required");
   if ((options.response === undefined) === (options.jsonl === undefined)) {
-    throw usageError("give either RESPONSE.json or --jsonl FILE", USAGE_HINT);
+    throw usageError("give either RESPONSE.json or --jsonl FILE");
   }
   if (options.jsonl !== undefined && options.args !== undefined) {
-    throw usageError("--args applies to RESPONSE.json, not to --jsonl", USAGE_HINT);
+    throw usageError("--args applies to RESPONSE.json, not to --jsonl");
   }
   const keys = loadKeys(options.keys, "--keys");
   const approverKeys = options.approverKeys === undefined ? undefined : loadKeys(options.approverKeys, "--approver-keys");

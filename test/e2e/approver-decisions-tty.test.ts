@@ -11,7 +11,7 @@ import { mintApprovalId } from "../../src/core/ids.ts";
 import { canonicalJson } from "../../src/core/receipt/canonical.ts";
 import { sha256Hex } from "../../src/core/receipt/hash.ts";
 import { ReceiptKeys } from "../../src/core/receipt/verify.ts";
-import { type PtyApprover, startPtyApprover } from "../helpers/approver-pty.ts";
+import { startTtyApprover, type TtyApprover } from "../helpers/approver-tty.ts";
 import { runBinary } from "../helpers/binary.ts";
 import { makeDeskPems, makeLinkPems, writeDeskPems, writeLinkPems } from "../helpers/certs.ts";
 import { PAY_FIELDS } from "../helpers/sample-asks.ts";
@@ -19,7 +19,7 @@ import { tempDir } from "../helpers/tmp.ts";
 
 const dir = tempDir("ask-only-decisions-tty-");
 const db = join(dir.path, "state", "asks.db");
-let ap: PtyApprover;
+let ap: TtyApprover;
 let agentTls: { cert: string; key: string; ca: string };
 let deskTls: { cert: string; key: string; ca: string };
 
@@ -29,7 +29,7 @@ beforeAll(async () => {
   const read = (p: string) => Bun.file(p).text();
   agentTls = { cert: await read(link.clientCert), key: await read(link.clientKey), ca: await read(link.approverCa) };
   deskTls = { cert: await read(desk.deskCert), key: await read(desk.deskKey), ca: await read(link.approverCa) };
-  ap = await startPtyApprover({
+  ap = await startTtyApprover({
     args: [
       "approver", "--cert", link.approverCert, "--key", link.approverKey, "--ca", link.clientCa, "--listen", "127.0.0.1:0",
       "--desk-listen", "127.0.0.1:0", "--desk-ca", desk.deskCa, "--db", db, "--ttl", "61s",

@@ -14,14 +14,14 @@ import { mintApprovalId } from "../../src/core/ids.ts";
 import { canonicalJson } from "../../src/core/receipt/canonical.ts";
 import { sha256Hex } from "../../src/core/receipt/hash.ts";
 import { ReceiptKeys } from "../../src/core/receipt/verify.ts";
-import { type PtyApprover, startPtyApprover } from "../helpers/approver-pty.ts";
+import { startTtyApprover, type TtyApprover } from "../helpers/approver-tty.ts";
 import { runBinary } from "../helpers/binary.ts";
 import { makeDeskPems, makeLinkPems, writeDeskPems, writeLinkPems } from "../helpers/certs.ts";
 import { PAY_FIELDS } from "../helpers/sample-asks.ts";
 import { tempDir } from "../helpers/tmp.ts";
 
 const dir = tempDir("ask-only-on-approve-");
-let ap: PtyApprover;
+let ap: TtyApprover;
 let baseArgs: string[];
 let agentTls: { cert: string; key: string; ca: string };
 let deskTls: { cert: string; key: string; ca: string };
@@ -52,7 +52,7 @@ beforeAll(async () => {
   deskTls = { cert: await read(desk.deskCert), key: await read(desk.deskKey), ca: await read(link.approverCa) };
   writeFileSync(join(dir.path, "step.sh"), STEP);
   baseArgs = ["approver", "--cert", link.approverCert, "--key", link.approverKey, "--ca", link.clientCa, "--listen", "127.0.0.1:0"];
-  ap = await startPtyApprover({
+  ap = await startTtyApprover({
     args: [...baseArgs, "--desk-listen", "127.0.0.1:0", "--desk-ca", desk.deskCa, "--db", db, "--on-approve", `sh '${join(dir.path, "step.sh")}'`, "--on-approve-timeout", "2s"],
     env: { ASK_ONLY_PAY_APPROVER_MAX_AMOUNT: "5000" },
   });
@@ -84,7 +84,7 @@ const runsOf = (id: string, file = "runs.txt") => {
   return existsSync(path) ? readFileSync(path, "utf8").split("\n").filter((l) => l === id).length : 0;
 };
 
-async function ask(a: PtyApprover, merchant: string): Promise<PayAsk> {
+async function ask(a: TtyApprover, merchant: string): Promise<PayAsk> {
   const fields = { approval_id: mintApprovalId(), ...PAY_FIELDS, merchant };
   const at = a.screen.text.length;
   const res = await fetch(`https://localhost:${a.port}/v1/asks/pay`, {
@@ -98,11 +98,11 @@ async function ask(a: PtyApprover, merchant: string): Promise<PayAsk> {
   return { kind: "pay", ...fields };
 }
 
-async function statusOf(a: PtyApprover, id: string) {
+async function statusOf(a: TtyApprover, id: string) {
   return (await fetch(`https://localhost:${a.port}/v1/asks/${id}`, { tls: agentTls } as RequestInit)).json();
 }
 
-async function recordOf(a: PtyApprover, id: string) {
+async function recordOf(a: TtyApprover, id: string) {
   const keys = ReceiptKeys.fromJwks(JSON.parse((await runBinary(["approver", "--print-decision-keys", "--db", db])).stdout));
   const envelope = await (await fetch(`https://localhost:${a.port}/v1/asks/${id}/decision`, { tls: agentTls } as RequestInit)).json();
   const opened = openDecision(envelope, keys);
@@ -111,7 +111,7 @@ async function recordOf(a: PtyApprover, id: string) {
 }
 
 /** Types approve, waits for the step's start and then for `end` (its result), returns the lines from the start. */
-async function approve(a: PtyApprover, id: string, end: RegExp): Promise<string[]> {
+async function approve(a: TtyApprover, id: string, end: RegExp): Promise<string[]> {
   const at = a.type(`approve ${id}`);
   await a.screen.waitFor(new RegExp(`${id}: approving: PAY 19\\.00 EUR at shop\\.example\\r\\n  running the step \\(deadline 2s\\); it runs once, whatever happens`), at);
   await a.screen.waitFor(end, at);
@@ -226,7 +226,7 @@ sleep 30
     writeFileSync(join(own.path, "step.sh"), KILL_STEP(own.path));
     expect(spawnSync("mkfifo", [join(own.path, "started.fifo")]).status).toBe(0);
     const args = [...baseArgs, "--db", killDb, "--on-approve", `sh '${join(own.path, "step.sh")}'`, "--on-approve-timeout", "1m"];
-    const first = await startPtyApprover({ args });
+    const first = await startTtyApprover({ args });
     let id = "";
     let shown: Buffer;
     try {
@@ -251,7 +251,7 @@ sleep 30
     }
     expect(readFileSync(join(own.path, "kill-runs.txt"), "utf8")).toBe(`${id}\n`);
 
-    await using second = await startPtyApprover({ args });
+    await using second = await startTtyApprover({ args });
     await second.screen.waitFor(
       new RegExp(`${id}: failed: PAY 19\\.00 EUR at shop\\.example\\r\\n  the step was interrupted: the approver stopped while it ran\\r\\n  it is not run again: check by hand what it did\\r\\n`),
     );
@@ -272,7 +272,7 @@ sleep 30
     writeFileSync(join(own.path, "step.sh"), `#!/bin/sh\necho started > '${own.path}/started.fifo'\necho TERM_OK\n`);
     expect(spawnSync("mkfifo", [join(own.path, "started.fifo")]).status).toBe(0);
     const termDb = join(own.path, "asks.db");
-    const a = await startPtyApprover({ args: [...baseArgs, "--db", termDb, "--on-approve", `sh '${join(own.path, "step.sh")}'`] });
+    const a = await startTtyApprover({ args: [...baseArgs, "--db", termDb, "--on-approve", `sh '${join(own.path, "step.sh")}'`] });
     const { approval_id: id } = await ask(a, "Example Shop");
     const at = a.type(`approve ${id}`);
     await a.screen.waitFor(/running the step/, at);

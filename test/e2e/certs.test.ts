@@ -1,17 +1,38 @@
-// `ask-only certs` as a real process, checked independently with openssl.
+// `ask-only certs` as a real process, its files read independently by Node's own OpenSSL (a
+// `node` child process: test/node/x509-facts.mjs). `npm run check:openssl` checks the same files
+// with the openssl command line.
 import { describe, expect, test } from "bun:test";
 import { chmodSync, existsSync, mkdirSync, readdirSync, readFileSync, statSync, symlinkSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { runBinary } from "../helpers/binary.ts";
 import { giveToOtherUser, OTHER_UID } from "../helpers/other-user.ts";
+import { runNode } from "../helpers/node-peer.ts";
 import { tempDir } from "../helpers/tmp.ts";
 
 const FILES = ["approver-ca.pem", "approver.key", "approver.pem", "client-ca.pem", "client.key", "client.pem"];
+const SERVER_AUTH = "1.3.6.1.5.5.7.3.1";
+const CLIENT_AUTH = "1.3.6.1.5.5.7.3.2";
+const DAY_MS = 86_400_000;
 
-function openssl(args: string[], cwd: string) {
-  const p = Bun.spawnSync(["openssl", ...args], { cwd, stdout: "pipe", stderr: "pipe" });
-  return { code: p.exitCode, out: p.stdout.toString() + p.stderr.toString() };
-}
+type CertFacts = {
+  subject: string;
+  issuer: string;
+  ca: boolean;
+  extendedKeyUsage: string[];
+  keyUsage: { critical: boolean; set: string[] } | null;
+  basicConstraints: { ca: boolean; pathLen: number | null } | null;
+  subjectAltName: string | null;
+  curve: string;
+  validFrom: string;
+  validTo: string;
+  signedBy: Record<string, boolean>;
+};
+type Facts = {
+  runtime: { node: string; openssl: string; bun: string | null };
+  certificates: Record<string, CertFacts>;
+  keyMatches: Record<string, boolean>;
+  names: Record<string, string | null>;
+};
 
 describe("ask-only certs", () => {
   test("writes the six files, keys 0600 and the directory 0700, and says what goes where", async () => {
@@ -27,39 +48,65 @@ describe("ask-only certs", () => {
     expect(statSync(dir).mode & 0o777).toBe(0o700);
     expect(statSync(join(dir, "approver.key")).mode & 0o777).toBe(0o600);
     expect(statSync(join(dir, "client.key")).mode & 0o777).toBe(0o600);
-    // The CA keys are discarded: exactly two private keys on disk, one in each .key file, and
-    // each is its own leaf's key (a CA key kept anywhere would let its holder mint certificates).
+    // The CA keys are discarded: exactly two private keys on disk, one in each .key file.
     const privateKeys = FILES.map((f) => readFileSync(join(dir, f), "utf8").split("BEGIN PRIVATE KEY").length - 1);
     expect(privateKeys).toEqual(FILES.map((f) => (f.endsWith(".key") ? 1 : 0)));
-    for (const leaf of ["approver", "client"]) {
-      const certKey = openssl(["x509", "-in", `${leaf}.pem`, "-noout", "-pubkey"], dir);
-      const ownKey = openssl(["pkey", "-in", `${leaf}.key`, "-pubout"], dir);
-      expect(certKey.code).toBe(0);
-      expect(ownKey.out).toBe(certKey.out);
-    }
+  });
 
-    // Chain and EKU, for each leaf against its own CA only.
-    expect(openssl(["verify", "-CAfile", "approver-ca.pem", "-purpose", "sslserver", "approver.pem"], dir).code).toBe(0);
-    expect(openssl(["verify", "-CAfile", "client-ca.pem", "-purpose", "sslclient", "client.pem"], dir).code).toBe(0);
-    // Two separate CAs: neither leaf verifies under the other CA.
-    expect(openssl(["verify", "-CAfile", "client-ca.pem", "approver.pem"], dir).code).not.toBe(0);
-    expect(openssl(["verify", "-CAfile", "approver-ca.pem", "client.pem"], dir).code).not.toBe(0);
-    // EKU: the client certificate is no server certificate, and the reverse.
-    expect(openssl(["verify", "-CAfile", "client-ca.pem", "-purpose", "sslserver", "client.pem"], dir).code).not.toBe(0);
-    expect(openssl(["verify", "-CAfile", "approver-ca.pem", "-purpose", "sslclient", "approver.pem"], dir).code).not.toBe(0);
-    // SANs: the defaults and every --host.
-    for (const [flag, name] of [
-      ["-verify_hostname", "localhost"],
-      ["-verify_hostname", "approver.internal"],
-      ["-verify_ip", "127.0.0.1"],
-      ["-verify_ip", "::1"],
-      ["-verify_ip", "10.1.2.3"],
-    ]) {
-      expect(openssl(["verify", "-CAfile", "approver-ca.pem", flag!, name!, "approver.pem"], dir).code).toBe(0);
+  test("Node's OpenSSL reads two separate CAs, each leaf signed by its own, with the SANs, EKUs, key usages and validity of SPEC section 2", async () => {
+    await using tmp = tempDir();
+    const before = Date.now();
+    expect((await runBinary(["certs", tmp.path, "--host", "approver.internal", "--host", "10.1.2.3"])).code).toBe(0);
+    const names = ["localhost", "approver.internal", "127.0.0.1", "::1", "10.1.2.3", "evil.example", "10.1.2.4", "shop.localhost"];
+    const f = await runNode<Facts>("x509-facts.mjs", [tmp.path, ...names]);
+    // The reader is Node and its OpenSSL, not Bun.
+    expect(f.runtime.bun).toBeNull();
+    expect(f.runtime.openssl).toMatch(/^\d+\.\d+/);
+    const c = f.certificates;
+
+    for (const ca of ["approver-ca.pem", "client-ca.pem"]) {
+      expect(c[ca]!.ca).toBe(true);
+      expect(c[ca]!.basicConstraints).toEqual({ ca: true, pathLen: 0 });
+      expect(c[ca]!.keyUsage).toEqual({ critical: true, set: ["keyCertSign", "cRLSign"] });
+      expect(c[ca]!.subject).toBe(c[ca]!.issuer);
     }
-    expect(openssl(["verify", "-CAfile", "approver-ca.pem", "-verify_hostname", "evil.example", "approver.pem"], dir).code).not.toBe(0);
-    // P-256 keys.
-    expect(openssl(["pkey", "-in", "client.key", "-noout", "-text"], dir).out).toContain("prime256v1");
+    expect(c["approver-ca.pem"]!.subject).not.toBe(c["client-ca.pem"]!.subject);
+    // Each certificate verifies under its own CA only: the two CAs are separate.
+    expect(c["approver-ca.pem"]!.signedBy).toEqual({ "approver-ca.pem": true, "client-ca.pem": false });
+    expect(c["client-ca.pem"]!.signedBy).toEqual({ "approver-ca.pem": false, "client-ca.pem": true });
+    expect(c["approver.pem"]!.signedBy).toEqual({ "approver-ca.pem": true, "client-ca.pem": false });
+    expect(c["client.pem"]!.signedBy).toEqual({ "approver-ca.pem": false, "client-ca.pem": true });
+
+    for (const leaf of ["approver.pem", "client.pem"]) {
+      expect(c[leaf]!.ca).toBe(false);
+      expect(c[leaf]!.keyUsage).toEqual({ critical: true, set: ["digitalSignature"] });
+    }
+    // EKU: the approver's certificate serves only, the client's is a client only.
+    expect(c["approver.pem"]!.extendedKeyUsage).toEqual([SERVER_AUTH]);
+    expect(c["client.pem"]!.extendedKeyUsage).toEqual([CLIENT_AUTH]);
+    // SANs: the defaults and every --host, by OpenSSL's own name matching.
+    expect(f.names).toEqual({
+      localhost: "localhost",
+      "approver.internal": "approver.internal",
+      "127.0.0.1": "127.0.0.1",
+      "::1": "::1",
+      "10.1.2.3": "10.1.2.3",
+      "evil.example": null,
+      "10.1.2.4": null,
+      "shop.localhost": null,
+    });
+    expect(c["client.pem"]!.subjectAltName).toBeNull();
+    // P-256 keys, each leaf's own key in its .key file.
+    for (const file of Object.keys(c)) expect(c[file]!.curve).toBe("prime256v1");
+    expect(f.keyMatches).toEqual({ "approver.pem": true, "client.pem": true, "approver.pem with client.key": false });
+    // Validity: from 5 minutes before now (seconds precision) to 825 days (leaves) or 3650 days
+    // (CAs) after now.
+    for (const [file, days] of [["approver-ca.pem", 3650], ["client-ca.pem", 3650], ["approver.pem", 825], ["client.pem", 825]] as const) {
+      const from = Date.parse(c[file]!.validFrom);
+      expect(from).toBeGreaterThanOrEqual(before - 5 * 60_000 - 1000);
+      expect(from).toBeLessThanOrEqual(Date.now() - 5 * 60_000);
+      expect(Date.parse(c[file]!.validTo) - (from + 5 * 60_000)).toBe(days * DAY_MS);
+    }
   });
 
   test("refuses to overwrite any existing file, names it, and writes nothing", async () => {
@@ -157,6 +204,10 @@ describe("ask-only certs", () => {
   test("a bad --host is a usage error", async () => {
     await using tmp = tempDir();
     const r = await runBinary(["certs", join(tmp.path, "x"), "--host", "not a host"]);
-    expect(r).toEqual({ code: 2, stdout: "", stderr: 'ask-only: error: --host "not a host" is not a DNS name or an IP address\n' });
+    expect(r).toEqual({
+      code: 2,
+      stdout: "",
+      stderr: `ask-only: error: --host "not a host" is not a DNS name or an IP address\nask-only: hint: run 'ask-only certs --help' for usage\n`,
+    });
   });
 });

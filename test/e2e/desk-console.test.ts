@@ -1,19 +1,20 @@
-// The operator console in a real browser (Debian's chromium through playwright-core) against the
+// The operator console in a real browser (the headless Chromium of the npm package
+// @sparticuz/chromium, driven by playwright-core) against the
 // compiled desk and a fixture upstream: sign in, register an upstream with a sealed credential,
 // price a tool, create an org and a key, a paid call through the REST API, the audit and its
 // chart, the receipt verified in the browser (and a tampered copy failing), the export, rotate
 // and revoke with the next call refused. Throughout: no CSP violation, no request to any other
 // host, and the admin token never in a cookie, localStorage or the URL. Screenshots of each page
 // go to test-artifacts/console/.
-import { afterAll, beforeAll, describe, expect, test } from "bun:test";
-import { existsSync, mkdirSync, readFileSync } from "node:fs";
+import { afterAll, describe, expect, test } from "bun:test";
+import { mkdirSync, readFileSync } from "node:fs";
 import { join, resolve } from "node:path";
 import { type BrowserContext, chromium, type Page } from "playwright-core";
 import { startUpstreamFixture, type UpstreamFixture } from "../fixtures/upstream-server.ts";
+import { CHROMIUM_ARGS, npmChromium, npmChromiumVersion } from "../helpers/browser.ts";
 import { type DeskProcess, startDeskProcess } from "../helpers/desk-process.ts";
 import { tempDir } from "../helpers/tmp.ts";
 
-const CHROMIUM = "/usr/bin/chromium";
 const TOKEN = "console-e2e-admin-token-abcdefghijklmnopqrstuvwxyz";
 const CREDENTIAL = { name: "x-api-key", value: "sealed-credential-value-4f7c2a" };
 const SHOTS = resolve(import.meta.dir, "../../test-artifacts/console");
@@ -26,7 +27,7 @@ let fx: UpstreamFixture;
 let desk: DeskProcess;
 let context: BrowserContext;
 let page: Page;
-let tmp: ReturnType<typeof tempDir>;
+const tmp = tempDir("ask-only-console-");
 const requests: string[] = [];
 const cspViolations: string[] = [];
 const pageErrors: string[] = [];
@@ -63,51 +64,46 @@ function call(secret: string, text: string): Promise<Response> {
   });
 }
 
-beforeAll(async () => {
-  // CI installs chromium (.ci/run); without it this suite must fail, not pass by skipping.
-  if (!existsSync(CHROMIUM)) throw new Error(`${CHROMIUM} is missing: install Debian's chromium (apt-get install chromium); .ci/run does`);
-  mkdirSync(SHOTS, { recursive: true });
-  tmp = tempDir("ask-only-console-");
-  fx = startUpstreamFixture({ requireHeader: CREDENTIAL });
-  desk = await startDeskProcess(join(tmp.path, "desk-data"), [], { env: { ASK_ONLY_DESK_ADMIN_TOKEN: TOKEN }, token: TOKEN });
-  context = await chromium.launchPersistentContext(join(tmp.path, "profile"), {
-    executablePath: CHROMIUM,
-    headless: true,
-    args: [
-      "--headless",
-      "--no-sandbox",
-      "--disable-gpu",
-      "--disable-quic",
-      "--no-first-run",
-      "--disable-background-networking",
-      "--disable-component-update",
-      "--disable-sync",
-    ],
-    viewport: { width: 1280, height: 860 },
-    acceptDownloads: true,
-  });
-  // Runs before any page script, outside the page's CSP: records every violation the browser reports.
-  await context.addInitScript(() => {
-    document.addEventListener("securitypolicyviolation", (e) => {
-      console.error(`CSP-VIOLATION ${e.violatedDirective} ${e.blockedURI}`);
-    });
-  });
-  context.on("request", (r) => requests.push(r.url()));
-  page = context.pages()[0] ?? (await context.newPage());
-  page.on("console", (m) => {
-    if (m.text().startsWith("CSP-VIOLATION") || /Content Security Policy/i.test(m.text())) cspViolations.push(m.text());
-  });
-  page.on("pageerror", (err) => pageErrors.push(err.message));
-}, 30_000);
-
 afterAll(async () => {
   await context?.close();
   await desk?.stop();
   await fx?.stop();
-  tmp?.[Symbol.dispose]();
+  tmp[Symbol.dispose]();
 });
 
 describe("operator console (chromium, compiled desk)", () => {
+  // Named steps, not a beforeAll: whatever fails to start shows under its own name.
+  test("the compiled desk starts beside a fixture upstream that wants a credential header", async () => {
+    fx = startUpstreamFixture({ requireHeader: CREDENTIAL });
+    desk = await startDeskProcess(join(tmp.path, "desk-data"), [], { env: { ASK_ONLY_DESK_ADMIN_TOKEN: TOKEN }, token: TOKEN });
+    expect(desk.url).toStartWith("http://127.0.0.1:");
+  });
+
+  test(`a headless Chromium starts (@sparticuz/chromium ${npmChromiumVersion()})`, async () => {
+    mkdirSync(SHOTS, { recursive: true });
+    context = await chromium.launchPersistentContext(join(tmp.path, "profile"), {
+      executablePath: await npmChromium(),
+      headless: true,
+      args: CHROMIUM_ARGS,
+      viewport: { width: 1280, height: 860 },
+      acceptDownloads: true,
+    });
+    // Runs before any page script, outside the page's CSP: records every violation the browser reports.
+    await context.addInitScript(() => {
+      document.addEventListener("securitypolicyviolation", (e) => {
+        console.error(`CSP-VIOLATION ${e.violatedDirective} ${e.blockedURI}`);
+      });
+    });
+    context.on("request", (r) => requests.push(r.url()));
+    page = context.pages()[0] ?? (await context.newPage());
+    page.on("console", (m) => {
+      if (m.text().startsWith("CSP-VIOLATION") || /Content Security Policy/i.test(m.text())) cspViolations.push(m.text());
+    });
+    page.on("pageerror", (err) => pageErrors.push(err.message));
+    // The browser is the npm package's, whatever else the machine has installed.
+    expect(await page.evaluate(() => navigator.userAgent)).toContain(`HeadlessChrome/${npmChromiumVersion().split(".")[0]}.`);
+  }, 60_000);
+
   let secret = "";
   let keyId = "";
   let paidBody = "";

@@ -75,7 +75,7 @@ test("an --allow-upstream-host value that is no link-local or unspecified addres
     expect(r).toEqual({
       code: 2,
       stdout: "",
-      stderr: `ask-only: error: --allow-upstream-host ${value} is not a link-local or unspecified address\nask-only: hint: e.g. --allow-upstream-host 169.254.169.254\n`,
+      stderr: `ask-only: error: --allow-upstream-host ${value} is not a link-local or unspecified address\nask-only: hint: e.g. --allow-upstream-host 169.254.169.254; run 'ask-only desk --help' for usage\n`,
     });
   }
 });

@@ -2,7 +2,7 @@
 // while the first serves, so it can never refund the first one's calls in flight as abandoned;
 // a desk killed with SIGKILL leaves no lock behind, and the next one starts and recovers.
 import { afterAll, beforeAll, describe, expect, setDefaultTimeout, test } from "bun:test";
-import { mkdirSync, statSync, writeFileSync } from "node:fs";
+import { existsSync, mkdirSync, statSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { runBinary } from "../helpers/binary.ts";
 import { adminJson, callTool, DESK_TOKEN, startDeskProcess, tryStartDesk } from "../helpers/desk-process.ts";
@@ -83,16 +83,19 @@ describe("one desk per data directory (binary)", () => {
     expect(check.code).toBe(0);
   });
 
-  test("a second desk on another directory but the same port exits 1: it never shares the port", async () => {
+  test("a second desk on another directory but the same port exits 1 before it creates anything: it never shares the port", async () => {
     await using tmp = tempDir();
     const first = await startDeskProcess(join(tmp.path, "a"));
     try {
       const port = new URL(first.url).port;
       const r = await runBinary(["desk", "--listen", `127.0.0.1:${port}`, "--data", join(tmp.path, "b")], { env: { ASK_ONLY_DESK_ADMIN_TOKEN: DESK_TOKEN } });
-      expect(r.code).toBe(1);
-      expect(r.stdout).toStartWith("receipt signing key: kid "); // its own new data directory
-      expect(r.stderr).not.toContain("desk listening");
-      expect(r.stderr).toContain(`ask-only: error: cannot listen on 127.0.0.1:${port}: EADDRINUSE\n`);
+      expect(r).toEqual({
+        code: 1,
+        stdout: "",
+        stderr: `ask-only: error: cannot listen on 127.0.0.1:${port}: EADDRINUSE\nask-only: hint: another process may hold the port; choose another with --listen HOST:PORT\n`,
+      });
+      // The port is checked first: no data directory, key or token was made for nothing.
+      expect(existsSync(join(tmp.path, "b"))).toBe(false);
     } finally {
       expect(await first.stop()).toBe(0);
     }

@@ -91,7 +91,7 @@ describe("what verify-receipt refuses around decisions", () => {
     expect(await runBinary(["verify-receipt", file, "--keys", DECISION_VECTOR_JWKS, "--args", args])).toEqual({
       code: 2,
       stdout: "",
-      stderr: `ask-only: error: --args goes with a desk receipt; ${file} is a decision record\nask-only: hint: check a decision record with --keys and the approver's key set only\n`,
+      stderr: `ask-only: error: --args goes with a desk receipt; ${file} is a decision record\nask-only: hint: check a decision record with --keys and the approver's key set only; run 'ask-only verify-receipt --help' for usage\n`,
     });
     expect((await runBinary(["verify-receipt", file, "--keys", DECISION_VECTOR_JWKS, "--approver-keys", DECISION_VECTOR_JWKS])).code).toBe(2);
     const exported = write(dir.path, "e.jsonl", `${exportLines.join("\n")}\n`);

@@ -201,7 +201,7 @@ describe("verify-receipt usage and file errors", () => {
     expect(extra).toEqual({
       code: 2,
       stdout: "",
-      stderr: "ask-only: error: unknown option '--trust-me'\nask-only: hint: run 'ask-only --help' for usage\n",
+      stderr: `ask-only: error: unknown option '--trust-me'\n${USAGE_HINT}`,
     });
   });
 

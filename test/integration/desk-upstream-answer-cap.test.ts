@@ -1,12 +1,14 @@
 // An upstream cannot make the desk buffer without end: an answer past MAX_UPSTREAM_ANSWER_BYTES
 // fails its exchange and the call is refunded with its receipt: a JSON answer (declared or
 // chunked) at once as an upstream error; an event stream is cut there and, since the SDK then
-// waits for an answer that never comes, ends as a timeout. An answer under the cap is charged.
+// waits for an answer that never comes, ends as a timeout. A compressed answer counts by what it
+// decompresses to, not by its declared length. An answer under the cap is charged.
 import { afterAll, beforeAll, describe, expect, setDefaultTimeout, test } from "bun:test";
 import { MAX_UPSTREAM_ANSWER_BYTES } from "../../src/commands/desk/upstream.ts";
 import { makeDesk, type TestDesk } from "./desk-harness.ts";
 
-type Framing = "declared" | "chunked" | "sse";
+type Framing = "declared" | "chunked" | "sse" | "gzip";
+const FRAMINGS: Framing[] = ["declared", "chunked", "sse", "gzip"];
 
 /** A bare Streamable-HTTP MCP server: one tool per answer size and framing. */
 function startBigUpstream() {
@@ -23,12 +25,14 @@ function startBigUpstream() {
         return Response.json({ jsonrpc: "2.0", id: msg.id, result: { protocolVersion: "2025-06-18", capabilities: { tools: {} }, serverInfo: { name: "big", version: "1" } } });
       }
       if (msg.method === "tools/list") {
-        const tools = ["declared", "chunked", "sse"].flatMap((f) => ["fits", "over"].map((s) => ({ name: `${s}_${f}`, inputSchema: { type: "object" } })));
+        const tools = FRAMINGS.flatMap((f) => ["fits", "over"].map((s) => ({ name: `${s}_${f}`, inputSchema: { type: "object" } })));
         return Response.json({ jsonrpc: "2.0", id: msg.id, result: { tools } });
       }
       const [size, framing] = (msg.params?.name ?? "").split("_") as [string, Framing];
       const text = answer(msg.id, { content: [{ type: "text", text: "x".repeat(sizes[size]! - 200) }] });
       if (framing === "declared") return new Response(text, { headers: { "content-type": "application/json" } });
+      // A few KB on the wire, with a Content-Length that tells only the compressed size.
+      if (framing === "gzip") return new Response(Bun.gzipSync(text), { headers: { "content-type": "application/json", "content-encoding": "gzip" } });
       const bytes = new TextEncoder().encode(framing === "sse" ? `event: message\ndata: ${text}\n\n` : text);
       const body = new ReadableStream<Uint8Array>({
         start(c) {
@@ -52,7 +56,7 @@ beforeAll(async () => {
   upstream = startBigUpstream();
   t = await makeDesk({ upstreamTimeoutMs: UPSTREAM_TIMEOUT_MS });
   expect((await t.admin("POST", "/admin/upstreams", { name: "big", url: `http://127.0.0.1:${upstream.port}/mcp` })).status).toBe(201);
-  const tools = ["declared", "chunked", "sse"].flatMap((f) => [`big__fits_${f}`, `big__over_${f}`]);
+  const tools = FRAMINGS.flatMap((f) => [`big__fits_${f}`, `big__over_${f}`]);
   for (const tool of tools) expect((await t.admin("PUT", `/admin/tools/${tool}`, { price_mc: 1000, upstream_cost_mc: 0 })).status).toBe(200);
   ({ secret } = await t.makeKey({ budget_mc: 1_000_000, reset: "none", allow: tools }));
 });
@@ -62,8 +66,8 @@ afterAll(async () => {
 });
 
 describe("the upstream answer cap", () => {
-  const refusal = { declared: [502, "UPSTREAM_ERROR", "refunded_upstream_error"], chunked: [502, "UPSTREAM_ERROR", "refunded_upstream_error"], sse: [504, "UPSTREAM_TIMEOUT", "refunded_timeout"] } as const;
-  for (const framing of ["declared", "chunked", "sse"] as const) {
+  const refusal = { declared: [502, "UPSTREAM_ERROR", "refunded_upstream_error"], chunked: [502, "UPSTREAM_ERROR", "refunded_upstream_error"], sse: [504, "UPSTREAM_TIMEOUT", "refunded_timeout"], gzip: [502, "UPSTREAM_ERROR", "refunded_upstream_error"] } as const;
+  for (const framing of FRAMINGS) {
     test(`${framing}: an answer under the cap is charged; one past it is refunded (${refusal[framing][1]})`, async () => {
       const fits = await t.call(secret, `big__fits_${framing}`, {});
       expect(fits.status).toBe(200);

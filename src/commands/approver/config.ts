@@ -3,9 +3,10 @@
 import { isIP } from "node:net";
 import { homedir } from "node:os";
 import { join, resolve } from "node:path";
+import { APPROVER_FLAGS, flagOf, settingOf } from "../../cli/flags.ts";
 import { failure, usageError } from "../../cli/voice.ts";
 import { parseDuration } from "../../core/duration.ts";
-import { DEFAULT_MAX_AMOUNT, isValidMaxAmount } from "../../core/money/amount.ts";
+import { isValidMaxAmount } from "../../core/money/amount.ts";
 import type { TlsPaths, TlsRole } from "../../core/tls/load.ts";
 
 export type ApproverFlags = {
@@ -50,16 +51,13 @@ export type ApproverConfig = {
 /** What `ask-only approver` does: serve (the default), or print from the ledger and exit. */
 export type ApproverMode = { kind: "serve"; config: ApproverConfig } | { kind: "print-decision-keys" | "export-decisions"; dbPath: string; dbIsDefault: boolean };
 
-const ENV: Record<TlsRole, string> = {
-  cert: "ASK_ONLY_PAY_APPROVER_CERT",
-  key: "ASK_ONLY_PAY_APPROVER_KEY",
-  ca: "ASK_ONLY_PAY_APPROVER_CA",
-};
-
-const DEFAULT_LISTEN = "127.0.0.1:8443";
-const DEFAULT_TTL = "10m";
-const DEFAULT_MAX_PENDING = 50;
-const DEFAULT_ON_APPROVE_TIMEOUT = "60s";
+const flag = <N extends (typeof APPROVER_FLAGS)[number]["name"]>(name: N) => flagOf(APPROVER_FLAGS, name);
+const TLS_FLAGS = { cert: flag("--cert"), key: flag("--key"), ca: flag("--ca") };
+const DEFAULT_LISTEN = flag("--listen").default;
+const DEFAULT_TTL = flag("--ttl").default;
+const DEFAULT_MAX_PENDING = Number(flag("--max-pending").default);
+const DEFAULT_MAX_AMOUNT = flag("--max-amount").default;
+const DEFAULT_ON_APPROVE_TIMEOUT = flag("--on-approve-timeout").default;
 /** A step that takes longer than this is a stuck step, not a slow payment. */
 const MAX_ON_APPROVE_TIMEOUT_MS = 3_600_000;
 /** A cap above this is a typo: the console could not show that many asks to a person. */
@@ -84,7 +82,7 @@ export function parseListen(text: string): { hostname: string; port: number } | 
 
 /** The ledger's path from --db, the environment or the default (made absolute against cwd). */
 function dbPathOf(flags: ApproverFlags, env: Record<string, string | undefined>, cwd: string): { dbPath: string; dbIsDefault: boolean } {
-  const db = flags.db ?? (env.ASK_ONLY_PAY_APPROVER_DB === "" ? undefined : env.ASK_ONLY_PAY_APPROVER_DB);
+  const db = settingOf(flag("--db"), flags, env)?.value;
   return db === undefined ? { dbPath: defaultDbPath(env), dbIsDefault: true } : { dbPath: resolve(cwd, db), dbIsDefault: false };
 }
 
@@ -105,31 +103,29 @@ export function resolveApproverConfig(flags: ApproverFlags, env: Record<string, 
   const tls = {} as TlsPaths;
   const labels = {} as Record<TlsRole, string>;
   for (const role of ["cert", "key", "ca"] as const) {
-    const fromFlag = flags[role];
-    const fromEnv = env[ENV[role]];
-    const value = fromFlag ?? (fromEnv === "" ? undefined : fromEnv);
-    if (value === undefined) {
+    const given = settingOf(TLS_FLAGS[role], flags, env);
+    if (given === undefined) {
       // Exit 1, as for an unreadable file: the approver cannot run without it.
       throw failure(
         `--${role} is missing`,
-        `give --${role} PATH or set ${ENV[role]}; \`ask-only certs DIR\` makes the files (approver.pem, approver.key, client-ca.pem)`,
+        `give --${role} PATH or set ${TLS_FLAGS[role].env}; \`ask-only certs DIR\` makes the files (approver.pem, approver.key, client-ca.pem)`,
       );
     }
-    tls[role] = value;
-    labels[role] = fromFlag !== undefined ? `--${role}` : ENV[role];
+    tls[role] = given.value;
+    labels[role] = given.from;
   }
 
   // The other settings also come from the environment; a flag wins.
-  const setting = (flag: string | undefined, name: string) => flag ?? (env[name] === "" ? undefined : env[name]);
+  const setting = (name: (typeof APPROVER_FLAGS)[number]["name"]) => settingOf(flag(name), flags, env)?.value;
   const f = {
-    listen: setting(flags.listen, "ASK_ONLY_PAY_APPROVER_LISTEN"),
-    ttl: setting(flags.ttl, "ASK_ONLY_PAY_APPROVER_TTL"),
-    maxPending: setting(flags.maxPending, "ASK_ONLY_PAY_APPROVER_MAX_PENDING"),
-    maxAmount: setting(flags.maxAmount, "ASK_ONLY_PAY_APPROVER_MAX_AMOUNT"),
-    deskListen: setting(flags.deskListen, "ASK_ONLY_PAY_APPROVER_DESK_LISTEN"),
-    deskCa: setting(flags.deskCa, "ASK_ONLY_PAY_APPROVER_DESK_CA"),
-    onApprove: setting(flags.onApprove, "ASK_ONLY_PAY_APPROVER_ON_APPROVE"),
-    onApproveTimeout: setting(flags.onApproveTimeout, "ASK_ONLY_PAY_APPROVER_ON_APPROVE_TIMEOUT"),
+    listen: setting("--listen"),
+    ttl: setting("--ttl"),
+    maxPending: setting("--max-pending"),
+    maxAmount: setting("--max-amount"),
+    deskListen: setting("--desk-listen"),
+    deskCa: settingOf(flag("--desk-ca"), flags, env),
+    onApprove: setting("--on-approve"),
+    onApproveTimeout: setting("--on-approve-timeout"),
   };
   const listen = parseListen(f.listen ?? DEFAULT_LISTEN);
   if (!listen) throw usageError(`--listen ${JSON.stringify(f.listen)} is not HOST:PORT`, "e.g. --listen 127.0.0.1:8443");
@@ -158,13 +154,13 @@ export function resolveApproverConfig(flags: ApproverFlags, env: Record<string, 
       "the desk's listener trusts only the desk CA: give --desk-listen HOST:PORT and --desk-ca desk-ca.pem together",
     );
   }
-  if (f.deskListen !== undefined) {
+  if (f.deskListen !== undefined && f.deskCa !== undefined) {
     const deskListen = parseListen(f.deskListen);
     if (!deskListen) throw usageError(`--desk-listen ${JSON.stringify(f.deskListen)} is not HOST:PORT`, "e.g. --desk-listen 127.0.0.1:8444");
     if (deskListen.port !== 0 && deskListen.port === listen.port && deskListen.hostname === listen.hostname) {
       throw usageError("--desk-listen is the same address as --listen", "the desk gets a listener of its own: choose another port");
     }
-    desk = { ...deskListen, ca: f.deskCa!, caLabel: flags.deskCa !== undefined ? "--desk-ca" : "ASK_ONLY_PAY_APPROVER_DESK_CA" };
+    desk = { ...deskListen, ca: f.deskCa.value, caLabel: f.deskCa.from };
   }
 
   let onApprove: OnApproveConfig | undefined;

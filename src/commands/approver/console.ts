@@ -116,14 +116,18 @@ export class ApproverConsole {
     for (const [other, shown] of this.#shown) if (shown.expiresAt <= now) this.#shown.delete(other);
   }
 
-  #holdBack(ids: string[]): string[] {
+  /** The narrow notice: every pending ask's id, counted, and the request to widen. */
+  #holdBack(): string[] {
     this.#heldBack = true;
-    return renderNarrowNotice(ids, this.#o.columns() ?? 0);
+    return renderNarrowNotice(
+      this.#o.ledger.listPending().map((s) => s.ask.approval_id),
+      this.#o.columns() ?? 0,
+    );
   }
 
   /** A new ask was stored: show it at once. */
   announce(stored: StoredAsk): void {
-    if (this.narrow) this.#print(this.#holdBack([stored.ask.approval_id]));
+    if (this.narrow) this.#print(this.#holdBack());
     else this.#writeRecap(stored);
     if (this.#o.isTTY) this.#o.out(BELL);
   }
@@ -132,7 +136,7 @@ export class ApproverConsole {
   announcePending(): void {
     const pending = this.#o.ledger.listPending();
     if (pending.length === 0) return;
-    if (this.narrow) this.#print(this.#holdBack(pending.map((s) => s.ask.approval_id)));
+    if (this.narrow) this.#print(this.#holdBack());
     else for (const stored of pending) this.#writeRecap(stored);
     if (this.#o.isTTY) this.#o.out(BELL);
   }
@@ -148,8 +152,7 @@ export class ApproverConsole {
     if (this.narrow) {
       // Narrowed: recaps already on screen are now re-wrapped by the terminal; say so once.
       if (this.#heldBack) return;
-      const pending = this.#o.ledger.listPending();
-      if (pending.length > 0) this.#print(this.#holdBack(pending.map((s) => s.ask.approval_id)));
+      if (this.#o.ledger.listPending().length > 0) this.#print(this.#holdBack());
       return;
     }
     if (!this.#heldBack) return;
@@ -179,7 +182,7 @@ export class ApproverConsole {
   #list(): string[] {
     const pending = this.#o.ledger.listPending();
     if (pending.length === 0) return note({ kind: "none-pending" });
-    if (this.narrow) return this.#holdBack(pending.map((s) => s.ask.approval_id));
+    if (this.narrow) return this.#holdBack();
     const now = this.#o.clock();
     return pending.map((s) => renderListLine(s, now));
   }
@@ -187,7 +190,7 @@ export class ApproverConsole {
   #show(id: string): string[] {
     const stored = this.#o.ledger.get(id);
     if (!stored) return note({ kind: "unknown-id", id });
-    if (this.narrow) return this.#holdBack([id]);
+    if (this.narrow) return [...note({ kind: "narrow-not-shown", id }), ...this.#holdBack()];
     this.#writeRecap(stored);
     return [];
   }
@@ -200,9 +203,9 @@ export class ApproverConsole {
       if (stored.state === "expired" && stored.decided_at === undefined) return note({ kind: "expired", id });
       return note({ kind: "already-decided", id, state: stored.state });
     }
-    // The person decides on the recap: on a terminal too narrow to show it, nothing is decided
-    // (the notice says to widen it first).
-    if (this.narrow) return this.#holdBack([id]);
+    // The person decides on the recap: on a terminal too narrow to show it, nothing is decided,
+    // and the answer says so before the notice that asks to widen it.
+    if (this.narrow) return [...note({ kind: "narrow-not-decided", id }), ...this.#holdBack()];
     const shown = this.#shown.get(id)?.text;
     if (shown === undefined) {
       // Nothing was decided on a recap this console never wrote: it writes it now, and waits.

@@ -27,14 +27,18 @@ export type StepOutcome = { ok: true; ref: string } | { ok: false; failure: Step
 
 export type StepInput = { approvalId: string; verb: AskKind; stdin: string };
 
+/** The variables the approver sets for its step (they are not settings of the approver). */
+export const STEP_VARIABLES = ["ASK_ONLY_APPROVAL_ID", "ASK_ONLY_ASK_VERB"] as const;
+
 /** The environment of a step: nothing of the approver's own settings, certificates or terminal. */
 export function stepEnvironment(settings: StepSettings, input: StepInput): Record<string, string> {
+  const [id, verb] = STEP_VARIABLES;
   return {
     PATH: settings.path || "/usr/bin:/bin",
     ...(settings.home ? { HOME: settings.home } : {}),
     TZ: "UTC",
-    ASK_ONLY_APPROVAL_ID: input.approvalId,
-    ASK_ONLY_ASK_VERB: input.verb,
+    [id]: input.approvalId,
+    [verb]: input.verb,
   };
 }
 

@@ -1,19 +1,23 @@
 // `ask-only desk` and `ask-only desk check`: flags → data dir → ledger, signer, sealing key →
 // the Desk → Bun.serve. Unsafe configuration stops here, before anything listens.
 import { existsSync, readFileSync } from "node:fs";
+import { DESK_ENV, DESK_FLAGS, envSettingOf, flagOf } from "../../cli/flags.ts";
 import { failure, info, type Streams, usageError } from "../../cli/voice.ts";
 import { isLinkLocalOrUnspecified } from "../../core/desk/network.ts";
 import { importSealingKey } from "../../core/desk/seal.ts";
 import { newAdminToken, sha256 } from "../../core/desk/secrets.ts";
+import type { DeskLedger } from "../../core/ledger/desk.ts";
 import { generateSigningKey, loadSigner, ReceiptKeyError } from "../../core/receipt/index.ts";
 import { checkLedger } from "./check.ts";
 import { consoleRoutes } from "./console.ts";
 import { dataDirPaths, lockDataDir, openDeskLedger, prepareDataDir, readSecret, replaceSecretFile } from "./data-dir.ts";
 import { ABANDON_MARGIN_MS, DEFAULT_UPSTREAM_TIMEOUT_MS, Desk, SealedHeadersError } from "./desk.ts";
-import { createHandler } from "./http.ts";
+import { createHandler, type Handler } from "./http.ts";
 
-const ADMIN_TOKEN_ENV = "ASK_ONLY_DESK_ADMIN_TOKEN";
-const ALLOW_UPSTREAM_HOST_ENV = "ASK_ONLY_DESK_ALLOW_UPSTREAM_HOST";
+const ADMIN_TOKEN_ENV = envSettingOf(DESK_ENV, "ASK_ONLY_DESK_ADMIN_TOKEN").env;
+const ALLOW_UPSTREAM_HOST_ENV = flagOf(DESK_FLAGS, "--allow-upstream-host").env;
+const DEFAULT_LISTEN = flagOf(DESK_FLAGS, "--listen").default;
+const DEFAULT_DATA = flagOf(DESK_FLAGS, "--data").default;
 const MIN_ADMIN_TOKEN_CHARS = 32;
 const ADMIN_TOKEN_META = "admin_token_sha256";
 /** How often the WAL is checkpointed, off the request path. */
@@ -80,8 +84,8 @@ function parseUpstreamHostAllowance(run: DeskRun): string[] {
   });
 }
 
-/** The admin token given by file or environment (checked), or null when neither is set. */
-function configuredAdminToken(run: DeskRun): string | null {
+/** The admin token given by file or environment (checked) and where it came from, or null when neither is set. */
+function configuredAdminToken(run: DeskRun): { token: string; from: string } | null {
   let token: string | undefined;
   let from: string;
   if (run.flags.adminTokenFile !== undefined) {
@@ -103,7 +107,7 @@ function configuredAdminToken(run: DeskRun): string | null {
       "generate one with: openssl rand -base64 33",
     );
   }
-  return token;
+  return { token, from: run.flags.adminTokenFile !== undefined ? `the file ${from} (--admin-token-file)` : from };
 }
 
 function loadTls(flags: DeskFlags): { cert: string; key: string } | undefined {
@@ -122,13 +126,96 @@ function loadTls(flags: DeskFlags): { cert: string; key: string } | undefined {
 /** Runs the desk until SIGINT or SIGTERM. */
 export async function runDesk(run: DeskRun): Promise<void> {
   const { streams, flags } = run;
-  const listen = parseListen(flags.listen ?? "127.0.0.1:8787");
+  const listenText = flags.listen ?? DEFAULT_LISTEN;
+  const listen = parseListen(listenText);
   const timeoutMs = parseTimeout(flags.upstreamTimeout);
   const allowedHosts = parseAllowedHosts(flags.allowedHost);
   const allowUpstreamHosts = parseUpstreamHostAllowance(run);
   const configured = configuredAdminToken(run);
   const tls = loadTls(flags);
-  const paths = dataDirPaths(flags.data ?? "./desk-data");
+  const log = (line: string) => info(streams, line);
+
+  // The port comes first: a desk that cannot listen has created no file and shown no token.
+  // A request that arrives while the rest starts waits for the handler.
+  const { promise: ready, resolve: handlerReady, reject: startFailed } = Promise.withResolvers<Handler>();
+  ready.catch(() => {});
+  // An upstream call may be silent for the whole timeout: keep the agent's connection open.
+  const idleSeconds = Math.ceil(timeoutMs / 1000) + 15;
+  let server: ReturnType<typeof Bun.serve>;
+  try {
+    server = Bun.serve({
+      hostname: listen.hostname,
+      port: listen.port,
+      // The operator console (embedded page and assets, with its security headers).
+      routes: consoleRoutes(),
+      fetch: async (req, srv) => (await ready)(req, srv),
+      // Never development mode (the default when NODE_ENV is not "production", and a compiled
+      // binary reports "development"): it answers an uncaught error with its stack trace.
+      development: false,
+      // Explicit: outside development mode Bun turns SO_REUSEPORT on, and a second desk (another
+      // data directory) on the same port would silently take a share of the calls.
+      reusePort: false,
+      idleTimeout: idleSeconds > 255 ? 0 : idleSeconds,
+      ...(tls ? { tls } : {}),
+    });
+  } catch (err) {
+    const code = (err as NodeJS.ErrnoException).code ?? "error";
+    throw failure(
+      `cannot listen on ${listenText}: ${code}`,
+      code === "EADDRINUSE" ? "another process may hold the port; choose another with --listen HOST:PORT" : "choose another with --listen HOST:PORT",
+    );
+  }
+
+  let started: Awaited<ReturnType<typeof startDesk>>;
+  try {
+    started = await startDesk(run, { configured, timeoutMs, allowUpstreamHosts, log });
+  } catch (err) {
+    startFailed(err);
+    await server.stop(true);
+    throw err;
+  }
+  const { desk, ledger, lock, sweep } = started;
+  handlerReady(
+    createHandler(desk, {
+      adminTokenSha256: started.adminHash,
+      listenHostname: listen.hostname,
+      allowedHosts,
+      trustProxy: flags.trustProxy === true,
+      onInternal: (err) => log(`internal error: ${err instanceof Error ? `${err.name}: ${err.message}` : "unknown"}`),
+    }),
+  );
+  // Everything started above holds the process open (the sweep timer, the checkpoint worker).
+  const shutdown = async () => {
+    clearInterval(sweep);
+    await desk.close();
+    await ledger.stopCheckpointer();
+    ledger.close();
+    lock.release();
+  };
+  // The handlers go in before the line that says the desk listens: a supervisor that sends
+  // SIGTERM as soon as it reads that line must get a clean stop, not the default death (143).
+  const stopped = new Promise<void>((resolve) => {
+    const stop = () => resolve();
+    process.once("SIGINT", stop);
+    process.once("SIGTERM", stop);
+  });
+  const host = listen.hostname.includes(":") ? `[${listen.hostname}]` : listen.hostname;
+  log(`desk listening on ${tls ? "https" : "http"}://${host}:${server.port}`);
+
+  await stopped;
+  await server.stop();
+  await shutdown();
+  log("desk stopped");
+}
+
+/** The data directory, keys, ledger, admin token and Desk, once the port is known to be free. */
+async function startDesk(
+  run: DeskRun,
+  o: { configured: { token: string; from: string } | null; timeoutMs: number; allowUpstreamHosts: string[]; log: (line: string) => void },
+): Promise<{ desk: Desk; ledger: DeskLedger; lock: ReturnType<typeof lockDataDir>; sweep: ReturnType<typeof setInterval>; adminHash: Uint8Array }> {
+  const { streams, flags } = run;
+  const { configured, timeoutMs, allowUpstreamHosts, log } = o;
+  const paths = dataDirPaths(flags.data ?? DEFAULT_DATA);
   // Held until exit (the kernel drops it even on SIGKILL): one desk per data directory.
   const lock = lockDataDir(paths);
   const { created } = prepareDataDir(paths, () => generateSigningKey().privatePem);
@@ -146,24 +233,26 @@ export async function runDesk(run: DeskRun): Promise<void> {
 
   const ledger = openDeskLedger(paths, { backgroundCheckpointMs: CHECKPOINT_EVERY_MS });
 
+  // Where the admin token comes from is said at every start, so an operator who lost it knows
+  // which one opens /admin.
   let adminHash: Uint8Array;
+  const stored = ledger.getMeta(ADMIN_TOKEN_META);
   if (configured !== null) {
-    adminHash = sha256(configured);
+    adminHash = sha256(configured.token);
+    log(`admin token: from ${configured.from}${stored !== null ? " (it replaces the one made at the first start)" : ""}`);
+  } else if (stored !== null) {
+    adminHash = new Uint8Array(Buffer.from(stored, "hex"));
+    log(`admin token: the one shown at the first start (only its hash is stored, in ${paths.db})`);
   } else {
-    const stored = ledger.getMeta(ADMIN_TOKEN_META);
-    if (stored !== null) {
-      adminHash = new Uint8Array(Buffer.from(stored, "hex"));
-    } else {
-      const token = newAdminToken();
-      adminHash = sha256(token);
-      if (!ledger.setMetaOnce(ADMIN_TOKEN_META, Buffer.from(adminHash).toString("hex"))) {
-        throw failure("another desk stored an admin token at the same moment", "start the desk again");
-      }
-      streams.out(`admin token (shown once; only its hash is stored): ${token}\n`);
+    const token = newAdminToken();
+    adminHash = sha256(token);
+    if (!ledger.setMetaOnce(ADMIN_TOKEN_META, Buffer.from(adminHash).toString("hex"))) {
+      throw failure("another desk stored an admin token at the same moment", "start the desk again");
     }
+    log(`admin token: made now and shown once on stdout; only its hash is stored, in ${paths.db}`);
+    streams.out(`admin token (shown once; only its hash is stored): ${token}\n`);
   }
 
-  const log = (line: string) => info(streams, line);
   let desk: Desk;
   try {
     desk = await Desk.open({
@@ -195,60 +284,7 @@ export async function runDesk(run: DeskRun): Promise<void> {
     },
     Math.max(1000, (timeoutMs + ABANDON_MARGIN_MS) / 2),
   );
-
-  const handler = createHandler(desk, {
-    adminTokenSha256: adminHash,
-    listenHostname: listen.hostname,
-    allowedHosts,
-    trustProxy: flags.trustProxy === true,
-    onInternal: (err) => log(`internal error: ${err instanceof Error ? `${err.name}: ${err.message}` : "unknown"}`),
-  });
-  // Everything started above holds the process open (the sweep timer, the checkpoint worker):
-  // a desk that cannot listen must release it all, or it would hang after its error.
-  const shutdown = async () => {
-    clearInterval(sweep);
-    await desk.close();
-    await ledger.stopCheckpointer();
-    ledger.close();
-    lock.release();
-  };
-  // An upstream call may be silent for the whole timeout: keep the agent's connection open.
-  const idleSeconds = Math.ceil(timeoutMs / 1000) + 15;
-  let server: ReturnType<typeof Bun.serve>;
-  try {
-    server = Bun.serve({
-      hostname: listen.hostname,
-      port: listen.port,
-      // The operator console (embedded page and assets, with its security headers).
-      routes: consoleRoutes(),
-      fetch: handler,
-      // Never development mode (the default when NODE_ENV is not "production", and a compiled
-      // binary reports "development"): it answers an uncaught error with its stack trace.
-      development: false,
-      // Explicit: outside development mode Bun turns SO_REUSEPORT on, and a second desk (another
-      // data directory) on the same port would silently take a share of the calls.
-      reusePort: false,
-      idleTimeout: idleSeconds > 255 ? 0 : idleSeconds,
-      ...(tls ? { tls } : {}),
-    });
-  } catch (err) {
-    await shutdown();
-    throw failure(`cannot listen on ${flags.listen ?? "127.0.0.1:8787"}: ${(err as NodeJS.ErrnoException).code ?? "error"}`);
-  }
-  // The handlers go in before the line that says the desk listens: a supervisor that sends
-  // SIGTERM as soon as it reads that line must get a clean stop, not the default death (143).
-  const stopped = new Promise<void>((resolve) => {
-    const stop = () => resolve();
-    process.once("SIGINT", stop);
-    process.once("SIGTERM", stop);
-  });
-  const host = listen.hostname.includes(":") ? `[${listen.hostname}]` : listen.hostname;
-  log(`desk listening on ${tls ? "https" : "http"}://${host}:${server.port}`);
-
-  await stopped;
-  await server.stop();
-  await shutdown();
-  log("desk stopped");
+  return { desk, ledger, lock, sweep, adminHash };
 }
 
 /** `desk check`: exit 0 when the ledger is sound, else a failure listing what is wrong. */

@@ -5,9 +5,17 @@
 import { Server } from "@modelcontextprotocol/sdk/server/index.js";
 import { WebStandardStreamableHTTPServerTransport } from "@modelcontextprotocol/sdk/server/webStandardStreamableHttp.js";
 import { Protocol } from "@modelcontextprotocol/sdk/shared/protocol.js";
-import { CallToolRequestSchema, ErrorCode as RpcErrorCode, ListToolsRequestSchema, McpError, RequestSchema } from "@modelcontextprotocol/sdk/types.js";
+import {
+  CallToolRequestSchema,
+  ListToolsRequestSchema,
+  McpError,
+  RequestSchema,
+  ErrorCode as RpcErrorCode,
+  SUPPORTED_PROTOCOL_VERSIONS,
+} from "@modelcontextprotocol/sdk/types.js";
 import { bearerOf } from "../../core/desk/secrets.ts";
 import { type ErrorCode, errorBody, errorResponse } from "../../core/errors.ts";
+import { headerAsksOtherVersion, newerRevisionProbe, unsupportedVersion } from "../../core/mcp-version.ts";
 import { withReceipt } from "../../core/receipt/index.ts";
 import { allowedTools, type ClearingOutcome, clear, validKey } from "./clearing.ts";
 import type { Desk } from "./desk.ts";
@@ -44,6 +52,11 @@ export function mcpEndpoint(desk: Desk, options: McpOptions): McpEndpoint {
     }
     // Stateless: no session to resume (GET) or end (DELETE).
     if (req.method !== "POST") return errorResponse("METHOD_NOT_ALLOWED", { allow: "POST" });
+    // A client of another revision hears which versions this endpoint speaks (-32022, HTTP 400).
+    const version = req.headers.get("mcp-protocol-version");
+    if (headerAsksOtherVersion(version, SUPPORTED_PROTOCOL_VERSIONS)) {
+      return Response.json({ jsonrpc: "2.0", id: null, error: unsupportedVersion(version, SUPPORTED_PROTOCOL_VERSIONS) }, { status: 400 });
+    }
 
     const mcp = idle.pop() ?? buildServer(desk, options);
     const transport = new WebStandardStreamableHTTPServerTransport({
@@ -84,6 +97,10 @@ function buildServer(desk: Desk, options: McpOptions): Server {
     });
     return { tools };
   });
+  server.fallbackRequestHandler = async (request) => {
+    const refusal = newerRevisionProbe(request.method, request.params, SUPPORTED_PROTOCOL_VERSIONS);
+    throw refusal ? new McpError(refusal.code, refusal.message, refusal.data) : new McpError(RpcErrorCode.MethodNotFound, "Method not found");
+  };
   // Registered past the Server's own tools/call wrapper, which re-parses every result with the
   // SDK's schema and so drops the fields it does not know (in content blocks and annotations):
   // the result goes out exactly as the upstream sent it (already checked against that schema by

@@ -260,7 +260,10 @@ export class UpstreamClient {
 async function readAnswer(res: Response): Promise<ArrayBuffer> {
   const declared = res.headers.get("content-length");
   // A declared length bounds what is read (HTTP framing): read it in one go when small enough.
-  if (declared !== null && /^\d{1,15}$/.test(declared)) {
+  // Not for a compressed answer: fetch decompresses it, and its length tells only the wire size
+  // (a few KB of gzip can hold gigabytes), so it is counted as it decompresses.
+  const encoded = (res.headers.get("content-encoding") ?? "identity").toLowerCase() !== "identity";
+  if (!encoded && declared !== null && /^\d{1,15}$/.test(declared)) {
     if (Number(declared) <= MAX_UPSTREAM_ANSWER_BYTES) return res.arrayBuffer();
     await res.body?.cancel().catch(() => {});
     throw new AnswerTooLarge();

@@ -1,6 +1,7 @@
 // serve-mcp's settings, from the environment only (an MCP client starts it with `-e` values).
+import { envSettingOf, SERVE_MCP_ENV } from "../../cli/flags.ts";
 import { failure } from "../../cli/voice.ts";
-import { DEFAULT_MAX_AMOUNT, isValidMaxAmount } from "../../core/money/amount.ts";
+import { isValidMaxAmount } from "../../core/money/amount.ts";
 import type { TlsPaths, TlsRole } from "../../core/tls/load.ts";
 
 export type ServeMcpConfig = {
@@ -18,7 +19,8 @@ const ENV: Record<TlsRole, string> = {
   ca: "ASK_ONLY_PAY_CA",
 };
 
-const DEFAULT_TIMEOUT_MS = 10_000;
+const DEFAULT_TIMEOUT_MS = Number(envSettingOf(SERVE_MCP_ENV, "ASK_ONLY_PAY_TIMEOUT_MS").default);
+const DEFAULT_MAX_AMOUNT = envSettingOf(SERVE_MCP_ENV, "ASK_ONLY_PAY_MAX_AMOUNT").default;
 const MAX_TIMEOUT_MS = 120_000;
 
 const EXAMPLE =

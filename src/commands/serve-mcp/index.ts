@@ -2,8 +2,9 @@
 // every log line goes to stderr and names codes, never agent text or the approver's answers.
 import { Server } from "@modelcontextprotocol/sdk/server/index.js";
 import { StdioServerTransport } from "@modelcontextprotocol/sdk/server/stdio.js";
-import { CallToolRequestSchema, ListToolsRequestSchema } from "@modelcontextprotocol/sdk/types.js";
+import { CallToolRequestSchema, ErrorCode, ListToolsRequestSchema, McpError, SUPPORTED_PROTOCOL_VERSIONS } from "@modelcontextprotocol/sdk/types.js";
 import { failure, info, type Streams } from "../../cli/voice.ts";
+import { newerRevisionProbe } from "../../core/mcp-version.ts";
 import { loadTlsFiles, TlsLoadError } from "../../core/tls/load.ts";
 import type { ApproverLink } from "./approver-client.ts";
 import { resolveServeMcpConfig } from "./config.ts";
@@ -56,6 +57,11 @@ export async function runServeMcp(options: { version: string; streams: Streams }
     setTimeout(() => loadCallTool().catch(() => {}), 0);
     return { tools: [TOOL_DEFINITION] };
   });
+  // A client of a newer revision probes with server/discover: it gets -32022 naming our versions.
+  server.fallbackRequestHandler = async (request) => {
+    const refusal = newerRevisionProbe(request.method, request.params, SUPPORTED_PROTOCOL_VERSIONS);
+    throw refusal ? new McpError(refusal.code, refusal.message, refusal.data) : new McpError(ErrorCode.MethodNotFound, "Method not found");
+  };
   const inFlight = new Set<Promise<unknown>>();
   server.setRequestHandler(CallToolRequestSchema, async (request) => {
     if (request.params.name !== TOOL_NAME) return failureResult("TOOL_UNKNOWN");

@@ -269,7 +269,10 @@ export type ConsoleNote =
   | { kind: "expired"; id: string }
   | { kind: "unknown-id"; id: string }
   | { kind: "not-an-id" }
-  | { kind: "none-pending" };
+  | { kind: "none-pending" }
+  /** On a terminal too narrow for the recap: said before the narrow notice. */
+  | { kind: "narrow-not-decided"; id: string }
+  | { kind: "narrow-not-shown"; id: string };
 
 export function renderConsoleNote(note: ConsoleNote): string {
   switch (note.kind) {
@@ -288,6 +291,10 @@ export function renderConsoleNote(note: ConsoleNote): string {
       return `${checkedId(note.id)}: not decided: read its recap above, then type the decision again`;
     case "step-running":
       return `${checkedId(note.id)}: its step is running; its result comes here`;
+    case "narrow-not-decided":
+      return `${checkedId(note.id)}: not decided`;
+    case "narrow-not-shown":
+      return `${checkedId(note.id)}: not shown`;
   }
 }
 

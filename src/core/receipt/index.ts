@@ -18,6 +18,7 @@ export {
 } from "./sign.ts";
 export {
   type ApprovalEnvelope,
+  type ApprovalOutcome,
   APPROVAL_OUTCOMES,
   APPROVAL_RECEIPT_VERSION,
   canonicalReceipt,

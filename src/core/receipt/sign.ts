@@ -48,6 +48,12 @@ export type ReceiptSigner = {
   publicJwk(): ReceiptJwk;
   /** Sets v and kid, checks the receipt (throws ReceiptInvalidError) and signs its canonical bytes. */
   sign(fields: ReceiptFields): Envelope;
+  /**
+   * The 64-byte Ed25519 signature of `bytes` under the same key, for the desk's other signed
+   * documents (top-up records, statements, webhook v1a). Each of those carries its own `type`
+   * or shape, so no signature over one can be read as a receipt (docs/finance.md).
+   */
+  signBytes(bytes: Uint8Array): Uint8Array;
 };
 
 /** An Ed25519 private key parsed once: its kid and public JWK, and signatures over bytes. */
@@ -55,7 +61,7 @@ export type SigningKey = {
   readonly kid: string;
   publicJwk(): ReceiptJwk;
   /** The 64-byte Ed25519 signature over `bytes` (pure EdDSA). */
-  signBytes(bytes: Uint8Array): Buffer;
+  signBytes(bytes: Uint8Array): Uint8Array;
 };
 
 /**
@@ -72,7 +78,7 @@ export function loadSigningKey(privatePem: string, what = "the receipt-signing k
   // Blocks a P-256 or RSA key slipping in: verifiers only accept Ed25519.
   if (privateKey.asymmetricKeyType !== "ed25519") throw new ReceiptKeyError(`${what} is not Ed25519`);
   const jwk = publicJwkOf(createPublicKey(privateKey));
-  return { kid: jwk.kid, publicJwk: () => ({ ...jwk }), signBytes: (bytes) => sign(null, bytes, privateKey) };
+  return { kid: jwk.kid, publicJwk: () => ({ ...jwk }), signBytes: (bytes) => new Uint8Array(sign(null, bytes, privateKey)) };
 }
 
 /** Parses a PKCS#8 PEM Ed25519 private key once; throws ReceiptKeyError for anything else. */
@@ -99,6 +105,7 @@ export function loadSigner(privatePem: string): ReceiptSigner {
         receipt: receipt as Receipt,
       };
     },
+    signBytes: key.signBytes,
   };
 }
 

@@ -20,7 +20,9 @@ export const OUTCOMES = [
 /** Outcomes of a call that waited for a person, who denied it or did not decide in time (version 2 only). */
 export const APPROVAL_OUTCOMES = ["refunded_denied", "refunded_expired"] as const;
 
-export type Outcome = (typeof OUTCOMES)[number] | (typeof APPROVAL_OUTCOMES)[number];
+/** The outcomes of version 1, which every receipt may have. */
+export type Outcome = (typeof OUTCOMES)[number];
+export type ApprovalOutcome = (typeof APPROVAL_OUTCOMES)[number];
 
 /**
  * The approver's decision envelope (core/decision) without its readable copy: the payload is the
@@ -40,7 +42,7 @@ export type Receipt = {
   org_id: string;
   key_id: string;
   tool: string;
-  outcome: Outcome;
+  outcome: Outcome | ApprovalOutcome;
   http_status: number;
   price_mc: number;
   /** What was finally charged: at most price_mc when charged, 0 otherwise. */

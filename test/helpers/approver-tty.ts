@@ -82,12 +82,14 @@ export class Screen {
   }
 }
 
-export type PtyApprover = {
+export type TtyApprover = {
   proc: ReturnType<typeof Bun.spawn>;
   screen: Screen;
   port: number;
   /** The desk listener's port, when --desk-listen was given. */
   deskPort: number | undefined;
+  /** The lines written since `from` (an offset into the text), without CR. */
+  linesSince: (from: number) => string[];
   /** Types one line as a person would (Enter ends it) and returns the text offset before it. */
   type: (line: string) => number;
   resize: (columns: number, rows: number) => void;
@@ -96,7 +98,7 @@ export type PtyApprover = {
 } & AsyncDisposable;
 
 /** Starts `dist/ask-only ARGS` on a terminal of the given size; resolves once it listens. */
-export async function startPtyApprover(options: { args: string[]; columns?: number; rows?: number; env?: Record<string, string> }): Promise<PtyApprover> {
+export async function startTtyApprover(options: { args: string[]; columns?: number; rows?: number; env?: Record<string, string> }): Promise<TtyApprover> {
   const screen = new Screen();
   const proc = Bun.spawn([BINARY, ...options.args], {
     env: testEnv({ TERM: "xterm-256color", ...options.env }),
@@ -129,6 +131,7 @@ export async function startPtyApprover(options: { args: string[]; columns?: numb
     screen,
     port,
     deskPort,
+    linesSince: (from) => screen.linesSince(from),
     type: (line) => {
       const at = screen.text.length;
       terminal.write(`${line}\r`);

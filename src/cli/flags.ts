@@ -1,0 +1,180 @@
+// The flags of each command and the environment variables that set them: one table per command,
+// from which main.ts builds the parser, usage.ts prints the options of `--help`, and the commands
+// look up their settings. A flag's variable and default are written here once, so help, parser
+// and lookup cannot drift apart (test/unit/flags.test.ts holds SPEC.md's tables to them too).
+import { DEFAULT_MAX_AMOUNT } from "../core/money/amount.ts";
+
+export type Flag = {
+  /** As typed: `--max-pending`. */
+  readonly name: `--${string}`;
+  /** The value's placeholder in help (`N`); absent for a switch. */
+  readonly value?: string;
+  /** Sets the flag when it is not given (an empty value counts as unset). */
+  readonly env?: string;
+  /** Shown in help as `default: ...` (the command applies it). */
+  readonly default?: string;
+  /** Without it (or its variable) the command cannot run. */
+  readonly required?: true;
+  /** May be given more than once; the values are collected in order. */
+  readonly repeatable?: true;
+  /** One sentence; help wraps it. */
+  readonly help: string;
+};
+
+/** A setting that only the environment gives (serve-mcp is started by an MCP client with `-e`). */
+export type EnvSetting = {
+  readonly env: string;
+  readonly default?: string;
+  readonly required?: true;
+  readonly help: string;
+};
+
+export const CERTS_FLAGS = [
+  {
+    name: "--host",
+    value: "NAME",
+    repeatable: true,
+    help: "another DNS name or IP address for the approver's certificate (repeatable); localhost, 127.0.0.1 and ::1 are always included",
+  },
+  { name: "--desk", help: "make the desk's own set instead: a third CA (desk-ca.pem) and the desk's client certificate (desk.pem, desk.key)" },
+] as const satisfies readonly Flag[];
+
+export const APPROVER_FLAGS = [
+  { name: "--cert", value: "PATH", env: "ASK_ONLY_PAY_APPROVER_CERT", required: true, help: "its server certificate (approver.pem)" },
+  { name: "--key", value: "PATH", env: "ASK_ONLY_PAY_APPROVER_KEY", required: true, help: "its key (approver.key)" },
+  { name: "--ca", value: "PATH", env: "ASK_ONLY_PAY_APPROVER_CA", required: true, help: "the client CA it trusts (client-ca.pem)" },
+  {
+    name: "--listen",
+    value: "HOST:PORT",
+    env: "ASK_ONLY_PAY_APPROVER_LISTEN",
+    default: "127.0.0.1:8443",
+    help: "where to listen; [::1]:8443 for IPv6; port 0 picks a free port",
+  },
+  {
+    name: "--db",
+    value: "PATH",
+    env: "ASK_ONLY_PAY_APPROVER_DB",
+    default: "$XDG_STATE_HOME/ask-only/asks.db, else ~/.local/state/ask-only/asks.db",
+    help: "the ask ledger; a missing directory is created with mode 0700",
+  },
+  {
+    name: "--ttl",
+    value: "DURATION",
+    env: "ASK_ONLY_PAY_APPROVER_TTL",
+    default: "10m",
+    help: "how long an ask waits for a decision: a whole number and s, m or h (90s, 10m, 1h), at most 168h",
+  },
+  { name: "--max-pending", value: "N", env: "ASK_ONLY_PAY_APPROVER_MAX_PENDING", default: "50", help: "most asks pending at once, 1 to 100000" },
+  {
+    name: "--max-amount",
+    value: "AMOUNT",
+    env: "ASK_ONLY_PAY_APPROVER_MAX_AMOUNT",
+    default: DEFAULT_MAX_AMOUNT,
+    help: "the largest amount of one pay ask, in major units of its currency",
+  },
+  { name: "--desk-listen", value: "HOST:PORT", env: "ASK_ONLY_PAY_APPROVER_DESK_LISTEN", help: "a second listener, the desk's: spend asks only (with --desk-ca)" },
+  { name: "--desk-ca", value: "PATH", env: "ASK_ONLY_PAY_APPROVER_DESK_CA", help: "the only CA the desk's listener trusts: desk-ca.pem from certs DIR --desk" },
+  {
+    name: "--on-approve",
+    value: "CMD",
+    env: "ASK_ONLY_PAY_APPROVER_ON_APPROVE",
+    help: "run /bin/sh -c CMD once for each approved pay or account ask, the ask as JSON on its stdin; exit 0 and a ref on its first line approve, anything else fails the ask",
+  },
+  {
+    name: "--on-approve-timeout",
+    value: "DURATION",
+    env: "ASK_ONLY_PAY_APPROVER_ON_APPROVE_TIMEOUT",
+    default: "60s",
+    help: "the step's deadline: a whole number and s, m or h, at most 1h",
+  },
+  { name: "--print-decision-keys", help: "print the JWKS of the decision-signing keys (current and retired) and exit" },
+  { name: "--export-decisions", help: "print every signed decision record, one JSON line each, and exit" },
+] as const satisfies readonly Flag[];
+
+export const SERVE_MCP_ENV = [
+  { env: "ASK_ONLY_PAY_URL", required: true, help: "the approver, https only, e.g. https://localhost:8443" },
+  { env: "ASK_ONLY_PAY_CLIENT_CERT", required: true, help: "its client certificate (client.pem)" },
+  { env: "ASK_ONLY_PAY_CLIENT_KEY", required: true, help: "its key (client.key)" },
+  { env: "ASK_ONLY_PAY_CA", required: true, help: "the approver's CA (approver-ca.pem)" },
+  { env: "ASK_ONLY_PAY_TIMEOUT_MS", default: "10000", help: "how long one exchange with the approver may take, 1 to 120000" },
+  { env: "ASK_ONLY_PAY_MAX_AMOUNT", default: DEFAULT_MAX_AMOUNT, help: "the largest amount of one pay ask (keep it equal to the approver's --max-amount)" },
+] as const satisfies readonly EnvSetting[];
+
+export const DESK_FLAGS = [
+  { name: "--listen", value: "HOST:PORT", default: "127.0.0.1:8787", help: "where to listen; port 0 picks a free port" },
+  { name: "--data", value: "DIR", default: "./desk-data", help: "the data directory, created with mode 0700 when missing" },
+  {
+    name: "--admin-token-file",
+    value: "PATH",
+    help: "the operator's bearer token is this file's text (else ASK_ONLY_DESK_ADMIN_TOKEN; with neither, the first start makes one and prints it once)",
+  },
+  { name: "--tls-cert", value: "PATH", help: "serve HTTPS with this certificate (with --tls-key)" },
+  { name: "--tls-key", value: "PATH", help: "and this key" },
+  { name: "--upstream-timeout", value: "SECS", default: "30", help: "how long an upstream call may take, 0 < SECS <= 600" },
+  {
+    name: "--allowed-host",
+    value: "HOST",
+    repeatable: true,
+    help: "another Host the MCP endpoint (/mcp) and the sandbox answer to, as NAME (any port) or NAME:PORT; repeatable (loopback names always pass)",
+  },
+  { name: "--trust-proxy", help: "take the sandbox caller's address from the rightmost X-Forwarded-For entry (only behind a proxy that sets it)" },
+  {
+    name: "--allow-upstream-host",
+    value: "ADDRESS",
+    env: "ASK_ONLY_DESK_ALLOW_UPSTREAM_HOST",
+    repeatable: true,
+    help: "a link-local or unspecified address (169.254.0.0/16, fe80::/10, 0.0.0.0, ::) an upstream URL may name, refused otherwise; repeatable (the variable takes a comma-separated list; the flag wins)",
+  },
+] as const satisfies readonly Flag[];
+
+export const DESK_ENV = [
+  { env: "ASK_ONLY_DESK_ADMIN_TOKEN", help: "the admin token, at least 32 characters (--admin-token-file wins)" },
+] as const satisfies readonly EnvSetting[];
+
+export const VERIFY_RECEIPT_FLAGS = [
+  {
+    name: "--keys",
+    value: "PATH",
+    required: true,
+    help: "the desk's JWKS (GET /.well-known/receipt-signing-key.json), or the approver's for decision records; retired keys in it still verify older ones",
+  },
+  { name: "--args", value: "PATH", help: "the arguments object the call was made with (JSON)" },
+  {
+    name: "--jsonl",
+    value: "PATH",
+    help: "an export of receipt envelopes or of decision records, one per line: checks every signature and readable copy, and the chains (seq and prev_sha256)",
+  },
+  { name: "--approver-keys", value: "PATH", help: "the approver's JWKS (approver --print-decision-keys), for receipts that carry the person's decision" },
+] as const satisfies readonly Flag[];
+
+/** `--max-pending` → `maxPending`, the key commander gives the flag's value. */
+export function flagKey(name: string): string {
+  return name.slice(2).replace(/-([a-z])/g, (_, c: string) => c.toUpperCase());
+}
+
+/** The table entry of `name` (a typo is a compile error: the tables are `as const`). */
+export function flagOf<T extends readonly Flag[], N extends T[number]["name"]>(table: T, name: N): Extract<T[number], { name: N }> {
+  const flag = table.find((f) => f.name === name);
+  if (!flag) throw new Error(`no flag ${name}`);
+  return flag as Extract<T[number], { name: N }>;
+}
+
+/** The entry of the variable `env` in an environment table. */
+export function envSettingOf<T extends readonly EnvSetting[], N extends T[number]["env"]>(table: T, env: N): Extract<T[number], { env: N }> {
+  const setting = table.find((s) => s.env === env);
+  if (!setting) throw new Error(`no variable ${env}`);
+  return setting as Extract<T[number], { env: N }>;
+}
+
+export type Setting = { value: string; from: string } | undefined;
+
+/**
+ * A flag's value and where it came from (`--cert` or its variable's name): the flag wins over
+ * its variable, and an empty variable counts as unset.
+ */
+export function settingOf(flag: Flag, flags: Record<string, unknown>, env: Record<string, string | undefined>): Setting {
+  const given = flags[flagKey(flag.name)];
+  if (typeof given === "string") return { value: given, from: flag.name };
+  const fromEnv = flag.env === undefined ? undefined : env[flag.env];
+  return fromEnv === undefined || fromEnv === "" ? undefined : { value: fromEnv, from: flag.env! };
+}
