@@ -61,7 +61,7 @@ describe("tools/list", () => {
       expect(d).toContain(words);
     }
     expect(tool.outputSchema?.type).toBe("object");
-    expect((tool.outputSchema as { properties: { state: { enum: string[] } } }).properties.state.enum).toEqual(["pending", "approved", "denied", "expired", "failed"]);
+    expect((tool.outputSchema as unknown as { properties: { state: { enum: string[] } } }).properties.state.enum).toEqual(["pending", "approved", "denied", "expired", "failed"]);
   });
 
   test("an unknown tool name gets a code", async () => {
