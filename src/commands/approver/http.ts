@@ -1,19 +1,26 @@
-// The approver's HTTP API, behind mutual TLS. Three routes and nothing else: create a pay ask,
-// create an account ask, read an ask's state. There is no route that approves, denies, cancels
-// or executes anything: a decision is typed on the console, never sent over the wire.
-import type { StoredAsk } from "../../core/asks.ts";
+// The approver's HTTP API, behind mutual TLS, on two listeners: the agents' (client CA) creates
+// pay and account asks, the desk's (desk CA) creates spend asks; on each, an ask of that side's
+// can be read, with its signed decision record once it has one. There is no route that
+// approves, denies, cancels or executes anything: a decision is typed on the console, never
+// sent over the wire.
+import { type AskKind, type AskSide, type StoredAsk, sideOf } from "../../core/asks.ts";
 import { readAtMost } from "../../core/body.ts";
 import { type ErrorCode, errorResponse } from "../../core/errors.ts";
 import { isApprovalId } from "../../core/ids.ts";
 import type { AskLedger } from "../../core/ledger/asks.ts";
 import { validateAccountAsk, validatePayAsk } from "../../core/schema/ask.ts";
+import { validateSpendAsk } from "../../core/schema/spend-ask.ts";
 
 /** Request bodies above this are refused, whatever Content-Length says. */
 export const MAX_BODY_BYTES = 16 * 1024;
 
 export type ApiOptions = {
+  /** Which listener this is: it decides which asks can be made and read here. */
+  side: AskSide;
   /** Create and read only: the API is given no way to decide an ask (the console decides). */
-  ledger: Pick<AskLedger, "create" | "get">;
+  ledger: Pick<AskLedger, "create" | "get" | "decisionRecord">;
+  /** Brings the expiry records up to date before a decision record is read. */
+  sealExpired: () => void;
   ttlMs: number;
   maxPending: number;
   /** The largest amount of one pay ask (major units); checked here whatever the client did. */
@@ -85,6 +92,9 @@ export function approverTls(files: { cert: string; key: string; ca: string }) {
 }
 
 const ASK_PATH = /^\/v1\/asks\/([^/]+)$/;
+const DECISION_PATH = /^\/v1\/asks\/([^/]+)\/decision$/;
+/** The asks each listener creates: an agent's certificate never reaches the spend route, nor the desk's the others. */
+const CREATES: Record<AskSide, readonly AskKind[]> = { agent: ["pay", "account"], desk: ["spend"] };
 
 /**
  * The request's path, query and fragment dropped. Read without the Host header, which any client
@@ -101,11 +111,11 @@ export function pathOf(url: string): string {
 }
 
 export function makeApproverApi(options: ApiOptions): (req: Request) => Promise<Response> {
-  const create = async (req: Request, kind: "pay" | "account"): Promise<Response> => {
+  const create = async (req: Request, kind: AskKind): Promise<Response> => {
     const body = await readJsonObject(req);
     // Any holder of a client certificate can call this: every field is checked here again,
-    // card-number net included, whatever serve-mcp already checked.
-    const checked = kind === "pay" ? validatePayAsk(body, { maxAmount: options.maxAmount }) : validateAccountAsk(body);
+    // card-number net included, whatever serve-mcp (or the desk) already checked.
+    const checked = kind === "pay" ? validatePayAsk(body, { maxAmount: options.maxAmount }) : kind === "account" ? validateAccountAsk(body) : validateSpendAsk(body);
     if (!checked.ok) return fail(checked.code);
     const made = options.ledger.create(checked.ask, { ttlMs: options.ttlMs, maxPending: options.maxPending });
     if (!made.ok) return fail(made.code);
@@ -116,22 +126,43 @@ export function makeApproverApi(options: ApiOptions): (req: Request) => Promise<
     );
   };
 
-  const status = (id: string): Response => {
+  /** An ask of this listener's side, or the failure that answers for it (the other side's asks are not found here). */
+  const ownAsk = (id: string): StoredAsk | Response => {
     if (!isApprovalId(id)) return fail("APPROVAL_ID_INVALID");
     const stored = options.ledger.get(id);
-    if (!stored) return fail("ASK_NOT_FOUND");
+    if (!stored || sideOf(stored.ask.kind) !== options.side) return fail("ASK_NOT_FOUND");
+    return stored;
+  };
+
+  const status = (id: string): Response => {
+    const stored = ownAsk(id);
+    if (stored instanceof Response) return stored;
     const answer: { approval_id: string; state: string; ref?: string } = { approval_id: id, state: stored.state };
-    if (stored.state === "approved" && stored.ref !== undefined) answer.ref = stored.ref;
+    if ((stored.state === "approved" || stored.state === "failed") && stored.ref !== undefined) answer.ref = stored.ref;
     return Response.json(answer, { status: 200, headers: NO_STORE });
   };
 
+  const decision = (id: string): Response => {
+    const stored = ownAsk(id);
+    if (stored instanceof Response) return stored;
+    options.sealExpired();
+    const record = options.ledger.decisionRecord(id);
+    return record ? Response.json(record, { status: 200, headers: NO_STORE }) : fail("DECISION_PENDING");
+  };
+
+  const creates = CREATES[options.side];
   return async (req) => {
     try {
       const path = pathOf(req.url);
-      if (req.method === "POST" && path === "/v1/asks/pay") return await create(req, "pay");
-      if (req.method === "POST" && path === "/v1/asks/account") return await create(req, "account");
-      const m = req.method === "GET" ? ASK_PATH.exec(path) : null;
-      if (m && m[1] !== "pay" && m[1] !== "account") return status(m[1]!);
+      if (req.method === "POST") {
+        const kind = creates.find((k) => path === `/v1/asks/${k}`);
+        return kind ? await create(req, kind) : fail("NOT_FOUND");
+      }
+      if (req.method !== "GET") return fail("NOT_FOUND");
+      const d = DECISION_PATH.exec(path);
+      if (d) return decision(d[1]!);
+      const m = ASK_PATH.exec(path);
+      if (m && !["pay", "account", "spend"].includes(m[1]!)) return status(m[1]!);
       return fail("NOT_FOUND");
     } catch (err) {
       if (err instanceof BodyRefused) return fail(err.code);
