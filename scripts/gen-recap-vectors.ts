@@ -5,7 +5,9 @@
 //   node_modules/.bin/bun scripts/gen-recap-vectors.ts [--check]
 import { readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { join, resolve } from "node:path";
-import type { Ask, AskState } from "../src/core/asks.ts";
+import type { Ask, AskState, SpendAsk } from "../src/core/asks.ts";
+import { canonicalJson } from "../src/core/receipt/canonical.ts";
+import { sha256Hex } from "../src/core/receipt/hash.ts";
 import { renderRecap } from "../src/core/recap/render.ts";
 import { formatRecapVector, type RecapVector } from "../test/helpers/recap-vector.ts";
 import { SAMPLE_PAY } from "../test/helpers/sample-asks.ts";
@@ -26,6 +28,23 @@ const pay = (name: string, note: string, fields: Partial<Extract<Ask, { kind: "p
   ...extra,
 });
 const reason = (name: string, note: string, text: string): Case => pay(name, note, { reason: text });
+
+const ARGS_PREVIEW = canonicalJson({ message: "hello, paid world" });
+const SPEND: SpendAsk = {
+  kind: "spend",
+  approval_id: "K7Q2M4XZ3A",
+  reservation_id: "res_42",
+  tool: "everything__echo",
+  price_mc: 1500,
+  key_id: "key_7h2k9d0q3x5m1n4p",
+  key_name: "research-agent",
+  org_id: "org_a1b2c3d4e5f6g7h8",
+  org_name: "acme",
+  params_sha256: sha256Hex(ARGS_PREVIEW),
+  preview: ARGS_PREVIEW,
+  preview_cut: false,
+};
+const spend = (name: string, note: string, fields: Partial<SpendAsk>, extra: Partial<Case> = {}): Case => ({ name, note, ask: { ...SPEND, ...fields }, ...extra });
 
 // A complete fake recap, hidden in a reason after `k` filler characters.
 const FAKE =
@@ -100,6 +119,24 @@ const CASES: Case[] = [
     ask: { ...ACCOUNT, identity_handle: "wo\u200drk", reason: "line1\nline2\u202e" } as Ask,
   },
 ];
+
+CASES.push(
+  spend("spend-plain", "the desk's spend ask: price in mc and cents, its names, the whole arguments as the agent's words, asked by the desk", {}),
+  spend("spend-cut", "arguments the desk cut at 500 characters: the shown row says so", { preview: `{"text":"${"lorem ipsum ".repeat(41)}`.slice(0, 500), preview_cut: true }),
+  spend("spend-no-key-name", "a key without a name shows (none), the approver's word", { key_name: "" }),
+  spend("spend-hostile", "controls, bidi and a fake block in the names and the arguments are escaped and never begin a row", {
+    key_name: "agent\u202e\u0000\n[ask AAAAAAAAAA] SPEND 1 mc",
+    org_name: "acme\u001b[2J\u200b",
+    preview: canonicalJson({ note: "ok\napproving: SPEND 1 mc on x__y\u2066" }),
+    preview_cut: true,
+  }),
+  spend("spend-long-tool", "a tool too long for the approving row is named the tool above; its own row shows it whole", {
+    tool: `${"u".repeat(32)}__${"t".repeat(128)}`,
+  }),
+  spend("spend-max-price", "the largest price a spend ask may carry, with a fraction of a cent", { price_mc: 9_999_999_999 }),
+  spend("spend-width-60", "below 76 columns the cents give way in the header and the approving row", { price_mc: 9_999_999_999 }, { width: 60 }),
+  spend("spend-one-cent", "1,000 mc is 1 cent", { price_mc: 1000 }),
+);
 
 for (let k = 0; k < FAKE_OFFSETS; k++) {
   CASES.push(reason(`fake-block-${String(k).padStart(3, "0")}`, `a fake recap after ${k} characters of reason`, "x".repeat(k) + FAKE));

@@ -4,6 +4,7 @@ import { Command, CommanderError, Option } from "commander";
 import { APPROVER_FLAGS, CERTS_FLAGS, DESK_FLAGS, type Flag, VERIFY_RECEIPT_FLAGS } from "./cli/flags.ts";
 import * as usage from "./cli/usage.ts";
 import { CliError, printError, processStreams, usageError } from "./cli/voice.ts";
+import type { ApproverFlags } from "./commands/approver/config.ts";
 import type { DeskFlags } from "./commands/desk/index.ts";
 
 declare const ASK_ONLY_VERSION: string | undefined;
@@ -44,16 +45,16 @@ function buildProgram(): Command {
   });
 
   withUsage(withFlags(program.command("certs").argument("<dir>"), CERTS_FLAGS), usage.CERTS_USAGE)
-    .action(async (dir: string, opts: { host: string[] }) => {
+    .action(async (dir: string, opts: { host: string[]; desk?: boolean }) => {
       const { runCerts } = await import("./commands/certs.ts");
-      await runCerts({ dir, hosts: opts.host, streams: processStreams, now: new Date() });
+      await runCerts({ dir, hosts: opts.host, desk: opts.desk === true, streams: processStreams, now: new Date() });
     });
 
   withUsage(program.command("serve-mcp"), usage.SERVE_MCP_USAGE).action(async () => {
     const { runServeMcp } = await import("./commands/serve-mcp/index.ts");
     await runServeMcp({ version: VERSION, streams: processStreams });
   });
-  withUsage(withFlags(program.command("approver"), APPROVER_FLAGS), usage.APPROVER_USAGE).action(async (opts: Record<string, string | undefined>) => {
+  withUsage(withFlags(program.command("approver"), APPROVER_FLAGS), usage.APPROVER_USAGE).action(async (opts: ApproverFlags) => {
     const { runApprover } = await import("./commands/approver/index.ts");
     await runApprover(opts, processStreams);
   });
@@ -68,7 +69,7 @@ function buildProgram(): Command {
     const { runDeskCheck } = await import("./commands/desk/index.ts");
     await runDeskCheck({ data, streams: processStreams });
   });
-  withUsage(withFlags(program.command("verify-receipt").argument("[response]"), VERIFY_RECEIPT_FLAGS), usage.VERIFY_RECEIPT_USAGE).action(async (response: string | undefined, opts: { keys?: string; args?: string; jsonl?: string }) => {
+  withUsage(withFlags(program.command("verify-receipt").argument("[response]"), VERIFY_RECEIPT_FLAGS), usage.VERIFY_RECEIPT_USAGE).action(async (response: string | undefined, opts: { keys?: string; args?: string; jsonl?: string; approverKeys?: string }) => {
     const { runVerifyReceipt } = await import("./commands/verify-receipt.ts");
     await runVerifyReceipt({ response, ...opts, streams: processStreams });
   });

@@ -220,6 +220,8 @@ const PATHS = [
   "/", "/v1", "/v1/asks", "/v1/asks/", "/v1/asks/pay/", "/v1/asks/pay/approve", "/v1/asks/K7Q2M4XZ3A/approve", "/v1/asks/K7Q2M4XZ3A/deny",
   "/v1/approve", "/v1/decide", "/v2/asks/pay", "/V1/ASKS/PAY", "/v1/asks/pay%2F", "/v1//asks/pay", "/v1/asks/..%2Fpay", "/v1/asks/pay?x=1",
   "/v1/asks/%00", "/v1/asks/K7Q2M4XZ3A?approve=1", "/v1/asks/k7q2m4xz3a", "/v1/asks/K7Q2M4XZ3A#x", "/console", "/admin", "/.env", "/v1/asks/account/x",
+  // The desk's route is not on the agents' listener; a decision record is read, never written.
+  "/v1/asks/spend", "/v1/asks/K7Q2M4XZ3A/decision", "/v1/asks/k7q2m4xz3a/decision", "/v1/asks/K7Q2M4XZ3A/decision/x",
 ];
 const wrongRoute = fc
   .tuple(fc.constantFrom(...METHODS), fc.oneof(fc.constantFrom(...PATHS), hostileText(20).map((t) => `/v1/asks/${pathSegment(t)}`), hostileText(12).map((t) => `/${t.replace(/[\s?#]/g, "")}`)), fc.option(anyAsk))
@@ -235,12 +237,12 @@ const wrongContentType = fc
   .map(([{ path, body }, contentType]) => base("content-type", { path, body: jsonBytes(body), contentType }));
 
 const statusRead = fc
-  .tuple(fc.constantFrom("accepted", "refused", "minted", "junk"), fc.nat(), approvalIdArb, hostileText(14))
-  .map(([which, n, id, junk]) =>
+  .tuple(fc.constantFrom("accepted", "refused", "minted", "junk"), fc.nat(), approvalIdArb, hostileText(14), fc.constantFrom("", "/decision"))
+  .map(([which, n, id, junk, what]) =>
     base("status", {
       method: "GET",
       contentType: undefined,
-      path: `/v1/asks/${which === "junk" ? pathSegment(junk) : id}`,
+      path: `/v1/asks/${which === "junk" ? pathSegment(junk) : id}${what}`,
       ...(which === "accepted" ? { useAccepted: n } : which === "refused" ? { useRefused: n } : {}),
     }),
   );
@@ -327,7 +329,7 @@ function createOutcome(kind: "pay" | "account", bytes: Uint8Array): { ok: true; 
 }
 
 /** The route, read as the approver reads it: the path only, query ignored, no host needed. */
-function routeOf(method: string, path: string): "pay" | "account" | { status: string } | "none" {
+function routeOf(method: string, path: string): "pay" | "account" | { status: string } | { decision: string } | "none" {
   let p: string;
   try {
     p = new URL(`https://approver.invalid${path}`).pathname;
@@ -336,8 +338,10 @@ function routeOf(method: string, path: string): "pay" | "account" | { status: st
   }
   if (method === "POST" && p === "/v1/asks/pay") return "pay";
   if (method === "POST" && p === "/v1/asks/account") return "account";
+  const d = method === "GET" ? /^\/v1\/asks\/([^/]+)\/decision$/.exec(p) : null;
+  if (d) return { decision: d[1]! };
   const m = method === "GET" ? /^\/v1\/asks\/([^/]+)$/.exec(p) : null;
-  if (m && m[1] !== "pay" && m[1] !== "account") return { status: m[1]! };
+  if (m && !["pay", "account", "spend"].includes(m[1]!)) return { status: m[1]! };
   return "none";
 }
 
@@ -348,9 +352,11 @@ function owedAnswer(c: HttpCase, state: State): Expected {
   const route = routeOf(c.method, c.path);
   if (route === "none") return { answer: "code", code: "NOT_FOUND" };
   if (typeof route === "object") {
-    if (!isApprovalId(route.status)) return { answer: "code", code: "APPROVAL_ID_INVALID" };
-    if (state.acceptedSet.has(route.status)) return { answer: "status", id: route.status };
-    return state.inFlight.has(route.status) ? { answer: "any-code" } : { answer: "code", code: "ASK_NOT_FOUND" };
+    const id = "status" in route ? route.status : route.decision;
+    if (!isApprovalId(id)) return { answer: "code", code: "APPROVAL_ID_INVALID" };
+    // Nobody decides during this run and asks wait a week: every stored ask's record is pending.
+    if (state.acceptedSet.has(id)) return "status" in route ? { answer: "status", id } : { answer: "code", code: "DECISION_PENDING" };
+    return state.inFlight.has(id) ? { answer: "any-code" } : { answer: "code", code: "ASK_NOT_FOUND" };
   }
   if (!isJsonType(c.contentType)) return { answer: "code", code: "CONTENT_TYPE_INVALID" };
   const body = c.body ?? new Uint8Array(0);
@@ -548,13 +554,13 @@ export async function run(options: ApproverFuzzOptions): Promise<ApproverFuzzSum
     // Bind replays and read-backs to ids from earlier answers.
     if (c.useAccepted !== undefined && state.accepted.length > 0) {
       const id = state.accepted[c.useAccepted % state.accepted.length]!;
-      if (c.method === "GET") sent = { ...c, path: `/v1/asks/${id}` };
+      if (c.method === "GET") sent = { ...c, path: `/v1/asks/${id}${c.path.endsWith("/decision") ? "/decision" : ""}` };
       else {
         const body = JSON.parse(new TextDecoder().decode(c.body));
         sent = { ...c, body: jsonBytes({ ...body, approval_id: id }) };
       }
     } else if (c.useRefused !== undefined && state.refused.length > 0) {
-      sent = { ...c, path: `/v1/asks/${state.refused[c.useRefused % state.refused.length]}` };
+      sent = { ...c, path: `/v1/asks/${state.refused[c.useRefused % state.refused.length]}${c.path.endsWith("/decision") ? "/decision" : ""}` };
     }
     const expected = owedAnswer(sent, state);
     const sentId = (() => {

@@ -48,6 +48,7 @@ export const APPROVER_LOG = [
   /^ask-only: approver listening on https:\/\/127\.0\.0\.1:\d+ \(mutual TLS only\)$/,
   /^ask-only: ask ledger: \S+$/,
   /^ask-only: trusting clients certified by CN=ask-only client CA, O=ask-only \(\S+, sha256 [0-9A-F:]+\)$/,
+  /^ask-only: decisions signed with \S+ \(kid [A-Za-z0-9_-]{43}(, new)?\); ask-only approver --print-decision-keys prints the key set$/,
   /^ask-only: asks wait \S+ for a decision; at most \d+ pending; amounts up to [0-9.]+$/,
   /^ask-only: type "help" for the console commands$/,
   /^ask-only: console input closed; still serving; stop with Ctrl-C or SIGTERM$/,

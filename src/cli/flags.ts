@@ -36,6 +36,7 @@ export const CERTS_FLAGS = [
     repeatable: true,
     help: "another DNS name or IP address for the approver's certificate (repeatable); localhost, 127.0.0.1 and ::1 are always included",
   },
+  { name: "--desk", help: "make the desk's own set instead: a third CA (desk-ca.pem) and the desk's client certificate (desk.pem, desk.key)" },
 ] as const satisfies readonly Flag[];
 
 export const APPROVER_FLAGS = [
@@ -71,6 +72,23 @@ export const APPROVER_FLAGS = [
     default: DEFAULT_MAX_AMOUNT,
     help: "the largest amount of one pay ask, in major units of its currency",
   },
+  { name: "--desk-listen", value: "HOST:PORT", env: "ASK_ONLY_PAY_APPROVER_DESK_LISTEN", help: "a second listener, the desk's: spend asks only (with --desk-ca)" },
+  { name: "--desk-ca", value: "PATH", env: "ASK_ONLY_PAY_APPROVER_DESK_CA", help: "the only CA the desk's listener trusts: desk-ca.pem from certs DIR --desk" },
+  {
+    name: "--on-approve",
+    value: "CMD",
+    env: "ASK_ONLY_PAY_APPROVER_ON_APPROVE",
+    help: "run /bin/sh -c CMD once for each approved pay or account ask, the ask as JSON on its stdin; exit 0 and a ref on its first line approve, anything else fails the ask",
+  },
+  {
+    name: "--on-approve-timeout",
+    value: "DURATION",
+    env: "ASK_ONLY_PAY_APPROVER_ON_APPROVE_TIMEOUT",
+    default: "60s",
+    help: "the step's deadline: a whole number and s, m or h, at most 1h",
+  },
+  { name: "--print-decision-keys", help: "print the JWKS of the decision-signing keys (current and retired) and exit" },
+  { name: "--export-decisions", help: "print every signed decision record, one JSON line each, and exit" },
 ] as const satisfies readonly Flag[];
 
 export const SERVE_MCP_ENV = [
@@ -118,14 +136,15 @@ export const VERIFY_RECEIPT_FLAGS = [
     name: "--keys",
     value: "PATH",
     required: true,
-    help: "the desk's JWKS (GET /.well-known/receipt-signing-key.json); retired keys in it still verify older receipts",
+    help: "the desk's JWKS (GET /.well-known/receipt-signing-key.json), or the approver's for decision records; retired keys in it still verify older ones",
   },
   { name: "--args", value: "PATH", help: "the arguments object the call was made with (JSON)" },
   {
     name: "--jsonl",
     value: "PATH",
-    help: "an export of envelopes, one per line: checks every signature and readable copy, and each key's chain (seq and prev_sha256)",
+    help: "an export of receipt envelopes or of decision records, one per line: checks every signature and readable copy, and the chains (seq and prev_sha256)",
   },
+  { name: "--approver-keys", value: "PATH", help: "the approver's JWKS (approver --print-decision-keys), for receipts that carry the person's decision" },
 ] as const satisfies readonly Flag[];
 
 /** `--max-pending` → `maxPending`, the key commander gives the flag's value. */

@@ -67,8 +67,8 @@ Commands:
   serve-mcp        MCP server (stdio) for an agent: ask to pay or to open an account
   approver         the person's side: mTLS server plus the console where asks are decided
   desk             spend gate between agents and paid tools (REST and MCP)
-  certs DIR        make the two CAs and the certificates of the mTLS link
-  verify-receipt   check a desk receipt offline
+  certs DIR        make the two CAs and the certificates of the mTLS link (--desk: the desk's)
+  verify-receipt   check a desk receipt or an approver's decision record offline
 
 Options:
   -V, --version    print the version
@@ -82,10 +82,12 @@ Examples:
 `;
 
 export const CERTS_USAGE = `Usage: ask-only certs DIR [--host NAME]...
+       ask-only certs DIR --desk
 
 Makes two separate certificate authorities and the certificates of the mTLS link in DIR
-(created with mode 0700 if missing). Existing files are never overwritten. The CA private keys
-are discarded: to issue new certificates, run certs again into a new directory.
+(created with mode 0700 if missing); with --desk, a third CA and the desk's own client
+certificate, for the approver's desk listener. Existing files are never overwritten. The CA
+private keys are discarded: to issue new certificates, run certs again into a new directory.
 
 Options:
 ${optionsOf(CERTS_FLAGS)}
@@ -93,10 +95,13 @@ ${optionsOf(CERTS_FLAGS)}
 Files:
   approver.pem, approver.key, client-ca.pem    go to the approver
   client.pem, client.key, approver-ca.pem      go to serve-mcp
+  desk-ca.pem (--desk)                         goes to the approver (--desk-ca)
+  desk.pem, desk.key (--desk)                  go to the desk, with approver-ca.pem
 
 Examples:
   ask-only certs ./certs
   ask-only certs /etc/ask-only --host approver.internal --host 10.0.0.5
+  ask-only certs ./certs --desk
 `;
 
 export const SERVE_MCP_USAGE = `Usage: ask-only serve-mcp
@@ -116,9 +121,12 @@ Examples:
 `;
 
 export const APPROVER_USAGE = `Usage: ask-only approver [options]
+       ask-only approver --print-decision-keys [--db PATH]
+       ask-only approver --export-decisions [--db PATH]
 
 Accepts asks over mutual TLS only, stores them, shows each one as a recap on this terminal,
-and takes "approve ID" or "deny ID" typed here.
+and takes "approve ID" or "deny ID" typed here. Every decision is signed with the key it keeps
+beside its ledger (decision-signing.key, made on first start).
 
 Options (each also from its environment variable; the flag wins):
 ${optionsOf(APPROVER_FLAGS)}
@@ -155,13 +163,17 @@ Examples:
   ask-only desk check --data ./desk-data
 `;
 
-export const VERIFY_RECEIPT_USAGE = `Usage: ask-only verify-receipt RESPONSE.json --keys JWKS.json [--args ARGS.json]
-       ask-only verify-receipt --jsonl EXPORT.jsonl --keys JWKS.json
+export const VERIFY_RECEIPT_USAGE = `Usage: ask-only verify-receipt RESPONSE.json --keys JWKS.json [--args ARGS.json] [--approver-keys JWKS.json]
+       ask-only verify-receipt DECISION.json --keys APPROVER-JWKS.json
+       ask-only verify-receipt --jsonl EXPORT.jsonl --keys JWKS.json [--approver-keys JWKS.json]
 
 Checks a desk receipt offline: the signature under its kid, the readable copy against the
 signed payload, the returned result against result_sha256, and the arguments (when given)
 against params_sha256. RESPONSE.json is a desk REST response body, a saved MCP tools/call
-result (receipt under _meta["io.ask-only/receipt"]) or a bare envelope. Each check prints as
+result (receipt under _meta["io.ask-only/receipt"]) or a bare envelope. A receipt of a call a
+person approved carries the approver's signed decision: --approver-keys checks it, and that it
+approves this very call. An approver's decision record (GET /v1/asks/ID/decision, approver
+--export-decisions) is checked with the approver's key set as --keys. Each check prints as
 "ok", "skip" or "FAILED" with the field that differs. Exit 0 only when every check that
 applies passes, 1 otherwise, 2 for bad usage.
 
@@ -170,5 +182,7 @@ ${optionsOf(VERIFY_RECEIPT_FLAGS)}
 
 Examples:
   ask-only verify-receipt response.json --keys receipt-signing-key.json --args args.json
+  ask-only verify-receipt response.json --keys desk-keys.json --approver-keys approver-keys.json
   ask-only verify-receipt --jsonl receipts.jsonl --keys receipt-signing-key.json
+  ask-only verify-receipt --jsonl decisions.jsonl --keys approver-keys.json
 `;

@@ -33,6 +33,18 @@ export const ERRORS = {
   PENDING_LIMIT: { http: 429, meaning: "too many asks are pending" },
   ASK_NOT_FOUND: { http: 404, meaning: "no ask with this approval_id" },
   INTERNAL: { http: 500, meaning: "a fault on the server; details are in its own log" },
+  DECISION_PENDING: { http: 409, meaning: "the ask has no decision record yet: it is pending, or its step is running" },
+
+  // --- approver: the desk's spend ask (its own listener only) ---
+  RESERVATION_ID_INVALID: { http: 400, meaning: "reservation_id is not 1-64 of [A-Za-z0-9_-]" },
+  TOOL_INVALID: { http: 400, meaning: "tool is not a desk tool name {upstream}__{tool}" },
+  PRICE_INVALID: { http: 400, meaning: "price_mc is not a whole number of millicents from 1 to 10^10" },
+  KEY_ID_INVALID: { http: 400, meaning: "key_id is not 1-64 of [A-Za-z0-9_-]" },
+  KEY_NAME_INVALID: { http: 400, meaning: "key_name is not well-formed text of at most 200 UTF-16 units" },
+  ORG_ID_INVALID: { http: 400, meaning: "org_id is not 1-64 of [A-Za-z0-9_-]" },
+  ORG_NAME_INVALID: { http: 400, meaning: "org_name is not well-formed text of 1-200 UTF-16 units" },
+  PARAMS_SHA256_INVALID: { http: 400, meaning: "params_sha256 is not 64 lowercase hex" },
+  PREVIEW_INVALID: { http: 400, meaning: "preview is not 1-500 characters, preview_cut not a boolean, or a whole preview does not hash to params_sha256" },
 
   // --- serve-mcp talking to the approver ---
   APPROVER_UNREACHABLE: { http: 502, meaning: "the approver could not be reached" },

@@ -109,6 +109,8 @@ describe("strict answers from the approver", () => {
     ["a ref holding a card number", (id) => Response.json({ approval_id: id, state: "approved", ref: `demo-${CARD}` })],
     ["a ref with a space", (id) => Response.json({ approval_id: id, state: "approved", ref: "demo 1" })],
     ["a ref on a denied ask", (id) => Response.json({ approval_id: id, state: "denied", ref: "demo-0a1b2c3d" })],
+    ["a failed ask whose ref holds a card number", (id) => Response.json({ approval_id: id, state: "failed", ref: CARD })],
+    ["a failed ask whose ref is text", (id) => Response.json({ approval_id: id, state: "failed", ref: "the card was declined" })],
     ["an unknown state", (id) => Response.json({ approval_id: id, state: "paid" })],
     ["an extra field", (id) => Response.json({ approval_id: id, state: "pending", token: "secret" })],
     ["another id", () => Response.json({ approval_id: mintApprovalId(), state: "pending" })],
@@ -122,6 +124,12 @@ describe("strict answers from the approver", () => {
       await expectCode({ verb: "status", approval_id: mintApprovalId() }, "APPROVER_BAD_ANSWER");
     });
   }
+
+  test("status: failed with why passes, as the approver says it (the step behind the approval failed)", async () => {
+    behave = (req) => Response.json({ approval_id: idOf(req), state: "failed", ref: "interrupted" });
+    const id = mintApprovalId();
+    expect((await mcp.request({ verb: "status", approval_id: id })).sc).toEqual({ approval_id: id, state: "failed", ref: "interrupted" });
+  });
 
   test("status: approved with a safe ref passes; 404 ASK_NOT_FOUND passes", async () => {
     behave = (req) => Response.json({ approval_id: idOf(req), state: "approved", ref: "demo-0a1b2c3d" });

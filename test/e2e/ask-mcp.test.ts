@@ -50,10 +50,18 @@ describe("tools/list", () => {
     // Flat: no combinators or references anywhere (some clients refuse them).
     for (const k of keysDeep(schema)) expect(["oneOf", "anyOf", "allOf", "not", "$ref", "if", "then"]).not.toContain(k);
     const d = tool.description!;
-    for (const words of ["cannot pay, approve or deny", "handles", '"pending" and "denied" are normal answers, not obstacles to work around', "never send a card number"]) {
+    for (const words of [
+      "cannot pay, approve or deny",
+      "handles",
+      '"pending" and "denied" are normal answers, not obstacles to work around',
+      "never send a card number",
+      '"failed" means the person approved, but the step the approver runs behind an approval',
+      "Nothing is retried",
+    ]) {
       expect(d).toContain(words);
     }
     expect(tool.outputSchema?.type).toBe("object");
+    expect((tool.outputSchema as unknown as { properties: { state: { enum: string[] } } }).properties.state.enum).toEqual(["pending", "approved", "denied", "expired", "failed"]);
   });
 
   test("an unknown tool name gets a code", async () => {

@@ -1,7 +1,7 @@
 // Certificates made per test run with the same core code `ask-only certs` uses.
 import { writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { generateLinkCertificates } from "../../src/core/tls/generate.ts";
+import { generateDeskCertificates, generateLinkCertificates } from "../../src/core/tls/generate.ts";
 
 export type LinkPems = Record<
   "approverCa" | "clientCa" | "approverCert" | "approverKey" | "clientCert" | "clientKey",
@@ -34,6 +34,26 @@ export function writeLinkPems(dir: string, pems: LinkPems): Record<keyof LinkPem
     const path = join(dir, name);
     writeFileSync(path, pems[key], { mode: 0o600 });
     paths[key] = path;
+  }
+  return paths;
+}
+
+/** The desk's own set (`certs DIR --desk`): its CA, certificate and key. */
+export type DeskPems = { deskCa: string; deskCert: string; deskKey: string };
+
+export async function makeDeskPems(): Promise<DeskPems> {
+  const { files } = await generateDeskCertificates({ now: new Date() });
+  const byName = new Map(files.map((f) => [f.name, f.contents]));
+  return { deskCa: byName.get("desk-ca.pem")!, deskCert: byName.get("desk.pem")!, deskKey: byName.get("desk.key")! };
+}
+
+/** Writes the desk's set into `dir` and returns the paths. */
+export function writeDeskPems(dir: string, pems: DeskPems): Record<keyof DeskPems, string> {
+  const names: Record<keyof DeskPems, string> = { deskCa: "desk-ca.pem", deskCert: "desk.pem", deskKey: "desk.key" };
+  const paths = {} as Record<keyof DeskPems, string>;
+  for (const [key, name] of Object.entries(names) as [keyof DeskPems, string][]) {
+    paths[key] = join(dir, name);
+    writeFileSync(paths[key], pems[key], { mode: 0o600 });
   }
   return paths;
 }

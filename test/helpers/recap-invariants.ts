@@ -1,7 +1,7 @@
 // What must hold for every recap, checked without the renderer's own helpers (its width rule,
 // its tables), plus the random stored asks the property test and `npm run fuzz:recap` feed it.
 import fc from "fast-check";
-import type { Ask, StoredAsk } from "../../src/core/asks.ts";
+import type { Ask, SpendAsk, StoredAsk } from "../../src/core/asks.ts";
 import { formatAmount } from "../../src/core/money/format.ts";
 
 export const RECAP_COLUMNS = 76;
@@ -26,12 +26,20 @@ const decode = (shown: string): string => shown.replace(ESCAPE, (_, hex: string)
 /** What the display must decode to: space runs as one space, none at the ends. */
 const expectedText = (value: string): string => value.replace(/\p{Zs}+/gu, " ").replace(/^ | $/g, "");
 
-/** Every broken rule for one rendered recap (empty when all hold). */
-export function recapViolations(stored: StoredAsk, lines: string[], width = RECAP_COLUMNS): string[] {
+/** The price as the approver writes it, computed here without core/money: `1,500 mc (1.5 cents)`. */
+export function priceText(mc: number, cents = true): string {
+  const group = (digits: string) => digits.replace(/\B(?=(\d{3})+(?!\d))/g, ",");
+  const text = `${group(String(mc))} mc`;
+  if (!cents) return text;
+  const whole = group(String(Math.floor(mc / 1000)));
+  const frac = String(mc % 1000).padStart(3, "0").replace(/0+$/, "");
+  const c = frac === "" ? whole : `${whole}.${frac}`;
+  return `${text} (${c} ${c === "1" ? "cent" : "cents"})`;
+}
+
+/** The rules every row of every recap keeps (width, nothing hidden, no stray backslash, marks on a base). */
+function rowViolations(lines: string[], limit: number): string[] {
   const bad: string[] = [];
-  const ask = stored.ask;
-  const id = ask.approval_id;
-  const limit = Math.min(width, RECAP_COLUMNS);
   lines.forEach((line, i) => {
     if (columns(line) > limit) bad.push(`row ${i} is ${columns(line)} columns`);
     if (FORBIDDEN.test(line)) bad.push(`row ${i} holds a hidden character`);
@@ -40,10 +48,70 @@ export function recapViolations(stored: StoredAsk, lines: string[], width = RECA
     // Combining marks: at most two on one base, and never on a space or at the start of a row.
     if (/\p{M}{3}|(?:^| )\p{M}/u.test(line)) bad.push(`row ${i} stacks combining marks or has one without a base`);
   });
+  return bad;
+}
+
+/** Every broken rule for one rendered recap (empty when all hold). */
+export function recapViolations(stored: StoredAsk, lines: string[], width = RECAP_COLUMNS): string[] {
+  const ask = stored.ask;
+  const id = ask.approval_id;
+  const limit = Math.min(width, RECAP_COLUMNS);
+  const bad = rowViolations(lines, limit);
+  const walk = rowWalker(lines, bad);
+  if (ask.kind === "spend") return spendViolations(ask, walk, bad, limit);
+  const { field, row, next } = walk;
   const host = new URL(ask.kind === "pay" ? ask.checkout_url : ask.provider_url).hostname;
   const money = ask.kind === "pay" ? `PAY ${formatAmount(ask.amount, ask.currency)} ${ask.currency}` : "ACCOUNT";
 
-  // Walk the rows in the fixed order; each field may continue only on `  >` rows.
+  const header = ask.kind === "pay" ? `[ask ${id}] ${money}` : `[ask ${id}] ACCOUNT at `;
+  if (ask.kind === "pay" ? row() !== header : !row().startsWith(header)) bad.push(`header is ${JSON.stringify(row())}`);
+  next();
+  const site = (): void => {
+    const shown = row().slice(13);
+    if (!row().startsWith("  site:      ") || !(shown === host || (shown.startsWith("....") && shown.length > 4 && host.endsWith(shown.slice(4)))))
+      bad.push(`site row is ${JSON.stringify(row())} for ${host}`);
+    next();
+  };
+  if (ask.kind === "pay") {
+    field("to:", ask.merchant);
+    field("card:", ask.card_handle);
+    site();
+    field("checkout:", ask.checkout_url);
+  } else {
+    field("provider:", ask.provider_url);
+    field("identity:", ask.identity_handle);
+    site();
+  }
+  field("reason:", ask.reason, `${AGENT} `);
+  if (!row().startsWith("  expires:   ")) bad.push(`expected the expires row, found ${JSON.stringify(row())}`);
+  next();
+  // The approving row is the approver's words: the stored money and site, nothing else.
+  const approving = `  approving: ${money} at `;
+  const full = approving + host;
+  if (columns(full) <= limit) {
+    if (row() !== full) bad.push(`approving row is ${JSON.stringify(row())}, expected ${JSON.stringify(full)}`);
+  } else {
+    const end = row().startsWith(`${approving}....`) ? row().slice(approving.length + 4) : "";
+    if (end === "" || !host.endsWith(end)) bad.push(`approving row is ${JSON.stringify(row())} for ${host}`);
+  }
+  next();
+  if (row() !== `  approve ${id}   or   deny ${id}`) bad.push(`last row is ${JSON.stringify(row())}`);
+  next();
+  walk.end();
+  return bad;
+}
+
+
+type Walker = {
+  row: () => string;
+  next: () => void;
+  /** A labelled value: its first row after the label (and lead), the rest only on `  >` rows; it must show the whole value. */
+  field: (label: string, value: string | undefined, lead?: string) => void;
+  end: () => void;
+};
+
+/** Walks the rows in the fixed order; each field may continue only on `  >` rows. */
+function rowWalker(lines: string[], bad: string[]): Walker {
   let at = 0;
   const row = (): string => lines[at] ?? "";
   const field = (label: string, value: string | undefined, lead = ""): void => {
@@ -69,41 +137,46 @@ export function recapViolations(stored: StoredAsk, lines: string[], width = RECA
     }
     if (decode(shown) !== expectedText(value)) bad.push(`${label} does not show its whole value`);
   };
-  const header = ask.kind === "pay" ? `[ask ${id}] ${money}` : `[ask ${id}] ACCOUNT at `;
-  if (ask.kind === "pay" ? row() !== header : !row().startsWith(header)) bad.push(`header is ${JSON.stringify(row())}`);
-  at++;
-  const site = (): void => {
-    const shown = row().slice(13);
-    if (!row().startsWith("  site:      ") || !(shown === host || (shown.startsWith("....") && shown.length > 4 && host.endsWith(shown.slice(4)))))
-      bad.push(`site row is ${JSON.stringify(row())} for ${host}`);
-    at++;
+  return {
+    row,
+    next: () => {
+      at++;
+    },
+    field,
+    end: () => {
+      if (at !== lines.length) bad.push(`${lines.length - at} rows after the last one`);
+    },
   };
-  if (ask.kind === "pay") {
-    field("to:", ask.merchant);
-    field("card:", ask.card_handle);
-    site();
-    field("checkout:", ask.checkout_url);
-  } else {
-    field("provider:", ask.provider_url);
-    field("identity:", ask.identity_handle);
-    site();
-  }
-  field("reason:", ask.reason, `${AGENT} `);
+}
+
+/** The rows of a spend recap: every row the approver's words or the desk's names, the args after the agent label. */
+function spendViolations(ask: SpendAsk, walk: Walker, bad: string[], limit: number): string[] {
+  const { field, row, next } = walk;
+  const id = ask.approval_id;
+  const expectRow = (text: string) => {
+    if (row() !== text) bad.push(`expected ${JSON.stringify(text)}, found ${JSON.stringify(row())}`);
+    next();
+  };
+  const header = `[ask ${id}] SPEND ${priceText(ask.price_mc)}`;
+  expectRow(columns(header) <= limit ? header : `[ask ${id}] SPEND ${priceText(ask.price_mc, false)}`);
+  field("tool:", ask.tool);
+  field("key:", ask.key_name === "" ? undefined : ask.key_name);
+  field("key id:", ask.key_id);
+  field("org:", ask.org_name);
+  field("org id:", ask.org_id);
+  field("args:", ask.preview, `${AGENT} `);
+  expectRow(`  shown:     ${ask.preview_cut ? "the start only (the desk cut it)" : "whole (it hashes to params_sha256)"}`);
+  expectRow("  asked by:  the desk (its own certificate and listener)");
   if (!row().startsWith("  expires:   ")) bad.push(`expected the expires row, found ${JSON.stringify(row())}`);
-  at++;
-  // The approving row is the approver's words: the stored money and site, nothing else.
-  const approving = `  approving: ${money} at `;
-  const full = approving + host;
-  if (columns(full) <= limit) {
-    if (row() !== full) bad.push(`approving row is ${JSON.stringify(row())}, expected ${JSON.stringify(full)}`);
-  } else {
-    const end = row().startsWith(`${approving}....`) ? row().slice(approving.length + 4) : "";
-    if (end === "" || !host.endsWith(end)) bad.push(`approving row is ${JSON.stringify(row())} for ${host}`);
-  }
-  at++;
-  if (row() !== `  approve ${id}   or   deny ${id}`) bad.push(`last row is ${JSON.stringify(row())}`);
-  at++;
-  if (at !== lines.length) bad.push(`${lines.length - at} rows after the last one`);
+  next();
+  // The approving row names the stored price and tool (the cents may give way below 76
+  // columns), or the row above, which shows the tool whole, when the tool does not fit.
+  const heads = [`  approving: SPEND ${priceText(ask.price_mc)} on `, `  approving: SPEND ${priceText(ask.price_mc, false)} on `];
+  const ok = heads.some((h) => row() === h + ask.tool || (columns(h + ask.tool) > limit && row() === `${h}the tool above`));
+  if (!ok || columns(row()) > limit) bad.push(`approving row is ${JSON.stringify(row())}`);
+  next();
+  expectRow(`  approve ${id}   or   deny ${id}`);
+  walk.end();
   return bad;
 }
 
@@ -177,10 +250,44 @@ const accountAsk: fc.Arbitrary<Ask> = fc
     ...(reason === undefined ? {} : { reason }),
   }));
 
+const ascii = (chars: string, minLength: number, maxLength: number) => fc.string({ unit: fc.constantFrom(...chars), minLength, maxLength });
+const SAFE = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-";
+const deskTool = fc
+  .tuple(fc.constantFrom(..."abcdefghijklmnopqrstuvwxyz"), ascii("abcdefghijklmnopqrstuvwxyz0123456789-", 0, 31), ascii(`${SAFE}.`, 1, 128))
+  .map(([first, rest, tool]) => `${first}${rest}__${tool}`);
+// The desk's ask: hostile names and arguments, every price up to the largest a spend ask may carry.
+const spendAsk: fc.Arbitrary<Ask> = fc
+  .record({
+    id: approvalId,
+    reservation: ascii(SAFE, 1, 64),
+    tool: deskTool,
+    price: fc.oneof(fc.integer({ min: 1, max: 100_000 }), fc.integer({ min: 1, max: 10_000_000_000 })),
+    keyId: ascii(SAFE, 1, 64),
+    keyName: fc.oneof(fc.constant(""), text(100)),
+    orgId: ascii(SAFE, 1, 64),
+    orgName: text(100).filter((t) => t.length >= 1),
+    preview: text(500).filter((t) => t.length >= 1),
+    cut: fc.boolean(),
+  })
+  .map((f) => ({
+    kind: "spend" as const,
+    approval_id: f.id,
+    reservation_id: f.reservation,
+    tool: f.tool,
+    price_mc: f.price,
+    key_id: f.keyId,
+    key_name: f.keyName,
+    org_id: f.orgId,
+    org_name: f.orgName,
+    params_sha256: "0".repeat(64),
+    preview: f.preview,
+    preview_cut: f.cut,
+  }));
+
 const T0 = Date.UTC(2026, 10, 30, 3, 0, 0);
 /** A stored ask with hostile text, a time to render it at and a terminal width. */
 export const recapCase = fc.record({
-  ask: fc.oneof({ weight: 3, arbitrary: payAsk }, { weight: 1, arbitrary: accountAsk }),
+  ask: fc.oneof({ weight: 3, arbitrary: payAsk }, { weight: 1, arbitrary: accountAsk }, { weight: 1, arbitrary: spendAsk }),
   ttl: fc.integer({ min: -3_600_000, max: 200 * 3_600_000 }),
   width: fc.oneof({ weight: 4, arbitrary: fc.constant(RECAP_COLUMNS) }, { weight: 1, arbitrary: fc.integer({ min: 60, max: 300 }) }),
 }).map(({ ask, ttl, width }) => ({

@@ -5,20 +5,24 @@
 //   (one blank line)
 //   exact expected line     every line of the recap, as printed, to the end of the file
 //
-// Keys: kind (pay|account), id, merchant, amount, currency, card, checkout (pay); provider,
-// identity (account); reason; created, expires, now (ISO 8601 UTC); state (default pending);
-// width (default 76); note (what the vector is about). An unknown, repeated, missing or
+// Keys: kind (pay|account|spend), id, merchant, amount, currency, card, checkout (pay); provider,
+// identity (account); reservation, tool, price (a JSON integer), keyid, keyname, orgid, orgname,
+// params, preview, cut (a JSON boolean) (spend); reason (pay, account); created, expires, now
+// (ISO 8601 UTC); state (default pending); width (default 76); note (what the vector is about). An unknown, repeated, missing or
 // misplaced key fails the parse. Header values are written with every non-ASCII or
 // non-printable UTF-16 unit as \uXXXX, so what a vector holds is never in doubt.
 import type { Ask, AskState, StoredAsk } from "../../src/core/asks.ts";
 
 export type RecapVector = { stored: StoredAsk; now: Date; width: number; note: string; expected: string[] };
 
-const PAY_KEYS = ["merchant", "amount", "currency", "card", "checkout"] as const;
-const ACCOUNT_KEYS = ["provider"] as const;
+const REQUIRED = {
+  pay: ["merchant", "amount", "currency", "card", "checkout"],
+  account: ["provider"],
+  spend: ["reservation", "tool", "price", "keyid", "keyname", "orgid", "orgname", "params", "preview", "cut"],
+} as const;
 const COMMON_KEYS = ["kind", "id", "created", "expires", "now"] as const;
-const OPTIONAL = { pay: ["reason", "state", "width", "note"], account: ["identity", "reason", "state", "width", "note"] };
-const STATES: readonly AskState[] = ["pending", "approved", "denied", "expired"];
+const OPTIONAL = { pay: ["reason", "state", "width", "note"], account: ["identity", "reason", "state", "width", "note"], spend: ["state", "width", "note"] };
+const STATES: readonly AskState[] = ["pending", "approved", "denied", "expired", "failed"];
 const ISO = /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d{3})?Z$/;
 
 /** A JSON string literal that holds only printable ASCII. */
@@ -56,8 +60,8 @@ export function parseRecapVector(text: string): RecapVector {
     headers.set(key, JSON.parse(raw));
   }
   const kind = headers.get("kind");
-  if (kind !== "pay" && kind !== "account") throw new Error("kind must be pay or account");
-  const required = [...COMMON_KEYS, ...(kind === "pay" ? PAY_KEYS : ACCOUNT_KEYS)];
+  if (kind !== "pay" && kind !== "account" && kind !== "spend") throw new Error("kind must be pay, account or spend");
+  const required = [...COMMON_KEYS, ...REQUIRED[kind]];
   const allowed = new Set<string>([...required, ...OPTIONAL[kind]]);
   for (const key of headers.keys()) if (!allowed.has(key)) throw new Error(`unknown header for ${kind}: ${key}`);
   for (const key of required) if (!headers.has(key)) throw new Error(`missing header: ${key}`);
@@ -73,8 +77,33 @@ export function parseRecapVector(text: string): RecapVector {
   if (!STATES.includes(state)) throw new Error(`state: unknown ${state}`);
   const reason = opt("reason");
   const id = str("id");
+  const int = (key: string): number => {
+    const v = headers.get(key);
+    if (!Number.isSafeInteger(v)) throw new Error(`${key}: not a JSON integer`);
+    return v as number;
+  };
+  const bool = (key: string): boolean => {
+    const v = headers.get(key);
+    if (typeof v !== "boolean") throw new Error(`${key}: not a JSON boolean`);
+    return v;
+  };
   const ask: Ask =
-    kind === "pay"
+    kind === "spend"
+      ? {
+          kind,
+          approval_id: id,
+          reservation_id: str("reservation"),
+          tool: str("tool"),
+          price_mc: int("price"),
+          key_id: str("keyid"),
+          key_name: str("keyname"),
+          org_id: str("orgid"),
+          org_name: str("orgname"),
+          params_sha256: str("params"),
+          preview: str("preview"),
+          preview_cut: bool("cut"),
+        }
+      : kind === "pay"
       ? {
           kind,
           approval_id: id,
@@ -102,14 +131,19 @@ export function formatRecapVector(v: RecapVector): string {
   const h: [string, string][] = [];
   if (v.note !== "") h.push(["note", asciiJson(v.note)]);
   h.push(["kind", asciiJson(ask.kind)], ["id", asciiJson(ask.approval_id)]);
-  if (ask.kind === "pay") {
+  if (ask.kind === "spend") {
+    h.push(["reservation", asciiJson(ask.reservation_id)], ["tool", asciiJson(ask.tool)], ["price", String(ask.price_mc)]);
+    h.push(["keyid", asciiJson(ask.key_id)], ["keyname", asciiJson(ask.key_name)], ["orgid", asciiJson(ask.org_id)]);
+    h.push(["orgname", asciiJson(ask.org_name)], ["params", asciiJson(ask.params_sha256)], ["preview", asciiJson(ask.preview)]);
+    h.push(["cut", String(ask.preview_cut)]);
+  } else if (ask.kind === "pay") {
     h.push(["merchant", asciiJson(ask.merchant)], ["amount", asciiJson(ask.amount)], ["currency", asciiJson(ask.currency)]);
     h.push(["card", asciiJson(ask.card_handle)], ["checkout", asciiJson(ask.checkout_url)]);
   } else {
     h.push(["provider", asciiJson(ask.provider_url)]);
     if (ask.identity_handle !== undefined) h.push(["identity", asciiJson(ask.identity_handle)]);
   }
-  if (ask.reason !== undefined) h.push(["reason", asciiJson(ask.reason)]);
+  if (ask.kind !== "spend" && ask.reason !== undefined) h.push(["reason", asciiJson(ask.reason)]);
   h.push(["created", asciiJson(v.stored.created_at.toISOString())], ["expires", asciiJson(v.stored.expires_at.toISOString())]);
   h.push(["now", asciiJson(v.now.toISOString())]);
   if (v.stored.state !== "pending") h.push(["state", asciiJson(v.stored.state)]);

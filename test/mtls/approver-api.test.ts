@@ -6,6 +6,7 @@ import type { StoredAsk } from "../../src/core/asks.ts";
 import { mintApprovalId } from "../../src/core/ids.ts";
 import { AskLedger } from "../../src/adapters/sqlite/asks.ts";
 import { type LinkPems, makeLinkPems } from "../helpers/certs.ts";
+import { RECAP, TEST_SIGNER } from "../helpers/decision-signer.ts";
 
 let link: LinkPems;
 let foreign: LinkPems;
@@ -20,10 +21,12 @@ const MAX_AMOUNT = "500";
 
 beforeAll(async () => {
   [link, foreign] = await Promise.all([makeLinkPems(), makeLinkPems()]);
-  ledger = AskLedger.open(":memory:", () => now);
+  ledger = AskLedger.open(":memory:", () => now, TEST_SIGNER);
   const api = makeApproverApi({
     // Only what the API may use: a route that tried to decide would fault (and the type refuses it).
-    ledger: { create: ledger.create.bind(ledger), get: ledger.get.bind(ledger) },
+    ledger: { create: ledger.create.bind(ledger), get: ledger.get.bind(ledger), decisionRecord: ledger.decisionRecord.bind(ledger) },
+    side: "agent",
+    sealExpired: () => ledger.sealExpired(),
     ttlMs: 600_000,
     maxPending: MAX_PENDING,
     maxAmount: MAX_AMOUNT,
@@ -73,7 +76,7 @@ async function expectError(res: Response, status: number, code: string) {
 
 /** Decides every pending ask, so each test starts under the cap. */
 function clearPending() {
-  for (const s of ledger.listPending()) ledger.decide(s.ask.approval_id, "denied");
+  for (const s of ledger.listPending()) ledger.decide(s.ask.approval_id, "denied", { recapSha256: RECAP });
 }
 
 describe("approver API over mTLS", () => {
@@ -101,8 +104,8 @@ describe("approver API over mTLS", () => {
     for (const id of ids) expect((await post("/v1/asks/pay", payBody({ approval_id: id }))).status).toBe(201);
     const status = async (id: string) => (await call(`/v1/asks/${id}`)).json();
     expect(await status(ids[0]!)).toEqual({ approval_id: ids[0], state: "pending" });
-    ledger.decide(ids[0]!, "approved", "demo-0a1b2c3d");
-    ledger.decide(ids[1]!, "denied");
+    ledger.decide(ids[0]!, "approved", { ref: "demo-0a1b2c3d", recapSha256: RECAP });
+    ledger.decide(ids[1]!, "denied", { recapSha256: RECAP });
     expect(await status(ids[0]!)).toEqual({ approval_id: ids[0], state: "approved", ref: "demo-0a1b2c3d" });
     expect(await status(ids[1]!)).toEqual({ approval_id: ids[1], state: "denied" });
     now = new Date(now.getTime() + 600_000);
@@ -126,7 +129,7 @@ describe("approver API over mTLS", () => {
     expect((await post("/v1/asks/pay", body)).status).toBe(201);
     await expectError(await post("/v1/asks/pay", body), 409, "ID_ALREADY_USED");
     await expectError(await post("/v1/asks/account", { approval_id: body.approval_id, provider_url: "https://p.example/" }), 409, "ID_ALREADY_USED");
-    ledger.decide(body.approval_id, "denied");
+    ledger.decide(body.approval_id, "denied", { recapSha256: RECAP });
     await expectError(await post("/v1/asks/pay", body), 409, "ID_ALREADY_USED");
   });
 

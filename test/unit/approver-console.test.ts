@@ -3,13 +3,14 @@
 import { describe, expect, test } from "bun:test";
 import { ApproverConsole } from "../../src/commands/approver/console.ts";
 import { AskLedger } from "../../src/adapters/sqlite/asks.ts";
+import { TEST_SIGNER } from "../helpers/decision-signer.ts";
 import { SAMPLE_ACCOUNT, SAMPLE_PAY } from "../helpers/sample-asks.ts";
 
 const NOW = new Date(Date.UTC(2026, 0, 15, 12, 0, 0));
 const OTHER_PAY = { ...SAMPLE_PAY, approval_id: "M4XZ3AK7Q2" };
 
 function consoleOn(columns: number) {
-  const ledger = AskLedger.open(":memory:", () => NOW);
+  const ledger = AskLedger.open(":memory:", () => NOW, TEST_SIGNER);
   let out = "";
   let width = columns;
   const ui = new ApproverConsole({

@@ -3,11 +3,13 @@
 // trigger is dropped, so every assertion here can fail.
 import { Database } from "bun:sqlite";
 import { describe, expect, test } from "bun:test";
+import { writeFileSync } from "node:fs";
 import { join } from "node:path";
-import type { AccountAsk, PayAsk } from "../../src/core/asks.ts";
+import type { AccountAsk, PayAsk, SpendAsk } from "../../src/core/asks.ts";
 import { AskLedger } from "../../src/adapters/sqlite/asks.ts";
 import { ASK_LEDGER_MIGRATIONS } from "../../src/adapters/sqlite/asks-migrations.ts";
 import { LedgerOpenError } from "../../src/adapters/sqlite/database.ts";
+import { RECAP, TEST_KEY, TEST_SIGNER } from "../helpers/decision-signer.ts";
 import { PAY_FIELDS } from "../helpers/sample-asks.ts";
 import { tempDir } from "../helpers/tmp.ts";
 
@@ -35,16 +37,31 @@ const ACCOUNT: AccountAsk = {
   reason: "a sandbox account",
 };
 
+const SPEND: SpendAsk = {
+  kind: "spend",
+  approval_id: "SPEND00000",
+  reservation_id: "res_1",
+  tool: "everything__echo",
+  price_mc: 1500,
+  key_id: "key_0123456789abcdef",
+  key_name: "research-agent",
+  org_id: "org_0123456789abcdef",
+  org_name: "acme",
+  params_sha256: "a".repeat(64),
+  preview: '{"message":"hi"}',
+  preview_cut: true,
+};
+
 class TestClock {
   ms = T0;
   readonly now = () => new Date(this.ms);
 }
 
 function openMemory(clock = new TestClock()) {
-  return { clock, ledger: AskLedger.open(":memory:", clock.now) };
+  return { clock, ledger: AskLedger.open(":memory:", clock.now, TEST_SIGNER) };
 }
 
-function mustCreate(ledger: AskLedger, ask: PayAsk | AccountAsk, opts = OPTS) {
+function mustCreate(ledger: AskLedger, ask: PayAsk | AccountAsk | SpendAsk, opts = OPTS) {
   const result = ledger.create(ask, opts);
   if (!result.ok) throw new Error(`create ${ask.approval_id}: ${result.code}`);
   return result.stored;
@@ -97,7 +114,7 @@ describe("replay", () => {
     expect(ledger.create({ ...ACCOUNT, approval_id: "K7Q2M4XZ3A" }, OPTS)).toEqual({ ok: false, code: "ID_ALREADY_USED" });
 
     mustCreate(ledger, pay("0000000001"));
-    expect(ledger.decide("0000000001", "denied").ok).toBe(true);
+    expect(ledger.decide("0000000001", "denied", { recapSha256: RECAP }).ok).toBe(true);
     expect(ledger.create(pay("0000000001"), OPTS)).toEqual({ ok: false, code: "ID_ALREADY_USED" });
 
     clock.ms += TEN_MIN;
@@ -118,19 +135,19 @@ describe("replay", () => {
     using tmp = tempDir();
     const path = join(tmp.path, "asks.db");
     const clock = new TestClock();
-    const first = AskLedger.open(path, clock.now);
+    const first = AskLedger.open(path, clock.now, TEST_SIGNER);
     mustCreate(first, pay("K7Q2M4XZ3A"));
     mustCreate(first, pay("0000000001"));
-    first.decide("0000000001", "approved", "demo-3e40a688");
+    first.decide("0000000001", "approved", { ref: "demo-3e40a688", recapSha256: RECAP });
     first.close();
 
     clock.ms += TEN_MIN - 1;
-    const second = AskLedger.open(path, clock.now);
+    const second = AskLedger.open(path, clock.now, TEST_SIGNER);
     expect(second.create(pay("K7Q2M4XZ3A"), OPTS)).toEqual({ ok: false, code: "ID_ALREADY_USED" });
     expect(second.create(pay("0000000001"), OPTS)).toEqual({ ok: false, code: "ID_ALREADY_USED" });
     expect(second.get("K7Q2M4XZ3A")).toMatchObject({ state: "pending", expires_at: new Date(T0 + TEN_MIN) });
     expect(second.get("0000000001")).toMatchObject({ state: "approved", ref: "demo-3e40a688", decided_at: new Date(T0) });
-    expect(second.decide("0000000001", "denied")).toEqual({ ok: false, reason: "decided" });
+    expect(second.decide("0000000001", "denied", { recapSha256: RECAP })).toEqual({ ok: false, reason: "decided" });
     clock.ms += 1;
     expect(second.get("K7Q2M4XZ3A")?.state).toBe("expired");
     second.close();
@@ -153,7 +170,7 @@ describe("pending cap", () => {
     for (let n = 3; n < 6; n++) expect(ledger.create(pay(idOf(n)), cap).ok).toBe(true);
     expect(ledger.create(pay(idOf(6)), cap)).toEqual({ ok: false, code: "PENDING_LIMIT" });
 
-    expect(ledger.decide(idOf(3), "denied").ok).toBe(true);
+    expect(ledger.decide(idOf(3), "denied", { recapSha256: RECAP }).ok).toBe(true);
     expect(ledger.countPending()).toBe(2);
     expect(ledger.create(pay(idOf(6)), cap).ok).toBe(true);
     ledger.close();
@@ -190,11 +207,11 @@ describe("expiry and decisions", () => {
     using tmp = tempDir();
     const path = join(tmp.path, "asks.db");
     const clock = new TestClock();
-    const ledger = AskLedger.open(path, clock.now);
+    const ledger = AskLedger.open(path, clock.now, TEST_SIGNER);
     mustCreate(ledger, pay("K7Q2M4XZ3A"), { ttlMs: 1000, maxPending: 5 });
     clock.ms = T0 + 1000;
-    expect(ledger.decide("K7Q2M4XZ3A", "approved", "demo-3e40a688")).toEqual({ ok: false, reason: "expired" });
-    expect(ledger.decide("K7Q2M4XZ3A", "denied")).toEqual({ ok: false, reason: "expired" });
+    expect(ledger.decide("K7Q2M4XZ3A", "approved", { ref: "demo-3e40a688", recapSha256: RECAP })).toEqual({ ok: false, reason: "expired" });
+    expect(ledger.decide("K7Q2M4XZ3A", "denied", { recapSha256: RECAP })).toEqual({ ok: false, reason: "expired" });
     expect(ledger.get("K7Q2M4XZ3A")).toEqual({
       ask: pay("K7Q2M4XZ3A"),
       created_at: new Date(T0),
@@ -212,8 +229,8 @@ describe("expiry and decisions", () => {
     mustCreate(ledger, pay("K7Q2M4XZ3A"));
     mustCreate(ledger, ACCOUNT);
     clock.ms += 5000;
-    const approved = ledger.decide("K7Q2M4XZ3A", "approved", "demo-3e40a688");
-    expect(approved).toEqual({
+    const approved = ledger.decide("K7Q2M4XZ3A", "approved", { ref: "demo-3e40a688", recapSha256: RECAP });
+    expect(approved).toMatchObject({
       ok: true,
       stored: {
         ask: pay("K7Q2M4XZ3A"),
@@ -224,29 +241,29 @@ describe("expiry and decisions", () => {
         ref: "demo-3e40a688",
       },
     });
-    const denied = ledger.decide(ACCOUNT.approval_id, "denied");
+    const denied = ledger.decide(ACCOUNT.approval_id, "denied", { recapSha256: RECAP });
     expect(denied.ok && denied.stored.state).toBe("denied");
     expect(denied.ok && "ref" in denied.stored).toBe(false);
 
     clock.ms += 1000;
-    expect(ledger.decide("K7Q2M4XZ3A", "denied")).toEqual({ ok: false, reason: "decided" });
-    expect(ledger.decide("K7Q2M4XZ3A", "approved", "demo-ffffffff")).toEqual({ ok: false, reason: "decided" });
-    expect(ledger.decide(ACCOUNT.approval_id, "approved", "demo-ffffffff")).toEqual({ ok: false, reason: "decided" });
+    expect(ledger.decide("K7Q2M4XZ3A", "denied", { recapSha256: RECAP })).toEqual({ ok: false, reason: "decided" });
+    expect(ledger.decide("K7Q2M4XZ3A", "approved", { ref: "demo-ffffffff", recapSha256: RECAP })).toEqual({ ok: false, reason: "decided" });
+    expect(ledger.decide(ACCOUNT.approval_id, "approved", { ref: "demo-ffffffff", recapSha256: RECAP })).toEqual({ ok: false, reason: "decided" });
     expect(ledger.get("K7Q2M4XZ3A")).toEqual(approved.ok ? approved.stored : undefined);
     // A decided ask stays decided past its expiry.
     clock.ms += TEN_MIN;
     expect(ledger.get("K7Q2M4XZ3A")?.state).toBe("approved");
-    expect(ledger.decide("ZZZZZZZZZZ", "denied")).toEqual({ ok: false, reason: "unknown" });
+    expect(ledger.decide("ZZZZZZZZZZ", "denied", { recapSha256: RECAP })).toEqual({ ok: false, reason: "unknown" });
     ledger.close();
   });
 
   test("a ref goes with an approval only, in the demo- form; a bad one writes nothing", () => {
     const { ledger } = openMemory();
     mustCreate(ledger, pay("K7Q2M4XZ3A"));
-    expect(() => ledger.decide("K7Q2M4XZ3A", "approved")).toThrow(TypeError);
-    expect(() => ledger.decide("K7Q2M4XZ3A", "denied", "demo-3e40a688")).toThrow(TypeError);
+    expect(() => ledger.decide("K7Q2M4XZ3A", "approved", { recapSha256: RECAP })).toThrow(TypeError);
+    expect(() => ledger.decide("K7Q2M4XZ3A", "denied", { ref: "demo-3e40a688", recapSha256: RECAP })).toThrow(TypeError);
     for (const ref of ["demo-3E40A688", "demo-3e40a68", "demo-3e40a6881", "4111111111111111", "x"]) {
-      expect(() => ledger.decide("K7Q2M4XZ3A", "approved", ref)).toThrow(/CHECK constraint/);
+      expect(() => ledger.decide("K7Q2M4XZ3A", "approved", { ref, recapSha256: RECAP })).toThrow(/CHECK constraint|does not go with this ask/);
     }
     expect(ledger.get("K7Q2M4XZ3A")?.state).toBe("pending");
     ledger.close();
@@ -257,12 +274,19 @@ describe("expiry and decisions", () => {
 function fixture(dir: string) {
   const path = join(dir, "asks.db");
   const clock = new TestClock();
-  const ledger = AskLedger.open(path, clock.now);
+  const ledger = AskLedger.open(path, clock.now, TEST_SIGNER);
   mustCreate(ledger, pay("PAYPAYPAY0", { reason: "renew the domain" }));
   mustCreate(ledger, ACCOUNT);
   mustCreate(ledger, pay("APPR0VED00"));
-  ledger.decide("APPR0VED00", "approved", "demo-3e40a688");
+  ledger.decide("APPR0VED00", "approved", { ref: "demo-3e40a688", recapSha256: RECAP });
   mustCreate(ledger, pay("EXP1RED000"), { ttlMs: 1000, maxPending: 50 });
+  mustCreate(ledger, SPEND);
+  mustCreate(ledger, pay("STEPPED000"));
+  ledger.startStep("STEPPED000", RECAP);
+  ledger.finishStep("STEPPED000", { decision: "approved", ref: "PAY_0001" });
+  mustCreate(ledger, pay("RVNN1NG000"));
+  ledger.startStep("RVNN1NG000", RECAP);
+  ledger.rememberKey(TEST_KEY.publicJwk());
   ledger.close();
   return { path, clock };
 }
@@ -284,6 +308,16 @@ const ASK_COLUMN_UPDATES: Record<string, string> = {
   created_at: "UPDATE asks SET created_at = created_at - 1 WHERE approval_id = 'PAYPAYPAY0'",
   // Reviving an expired ask so that a late approval would count.
   expires_at: "UPDATE asks SET expires_at = expires_at + 86400000 WHERE approval_id = 'EXP1RED000'",
+  reservation_id: "UPDATE asks SET reservation_id = 'res_2' WHERE approval_id = 'SPEND00000'",
+  tool: "UPDATE asks SET tool = 'everything__delete' WHERE approval_id = 'SPEND00000'",
+  price_mc: "UPDATE asks SET price_mc = 1 WHERE approval_id = 'SPEND00000'",
+  key_id: "UPDATE asks SET key_id = 'key_other' WHERE approval_id = 'SPEND00000'",
+  key_name: "UPDATE asks SET key_name = 'trusted' WHERE approval_id = 'SPEND00000'",
+  org_id: "UPDATE asks SET org_id = 'org_other' WHERE approval_id = 'SPEND00000'",
+  org_name: "UPDATE asks SET org_name = 'other' WHERE approval_id = 'SPEND00000'",
+  params_sha256: "UPDATE asks SET params_sha256 = printf('%.64c', 'b') WHERE approval_id = 'SPEND00000'",
+  preview: "UPDATE asks SET preview = '{}' WHERE approval_id = 'SPEND00000'",
+  preview_cut: "UPDATE asks SET preview_cut = 0 WHERE approval_id = 'SPEND00000'",
 };
 
 const ATTACKS: Attack[] = [
@@ -349,6 +383,106 @@ const ATTACKS: Attack[] = [
     guards: ["decisions_in_time"],
   },
   {
+    name: "run a step twice",
+    sql: `INSERT OR REPLACE INTO steps (approval_id, started_at, recap_sha256) VALUES ('RVNN1NG000', ${T0 + 1}, '${"c".repeat(64)}')`,
+    refusedBy: "a step runs once",
+    guards: ["steps_insert_once"],
+  },
+  {
+    name: "forget that a step started (it would run again)",
+    sql: "DELETE FROM steps WHERE approval_id = 'RVNN1NG000'",
+    refusedBy: "a step record cannot be deleted",
+    guards: ["steps_no_delete"],
+  },
+  {
+    name: "move a step's start",
+    sql: "UPDATE steps SET started_at = started_at + 1 WHERE approval_id = 'RVNN1NG000'",
+    refusedBy: "a step record cannot change",
+    guards: ["steps_no_update"],
+  },
+  {
+    name: "start a step on the desk's ask",
+    sql: `INSERT INTO steps (approval_id, started_at, recap_sha256) VALUES ('SPEND00000', ${T0 + 1}, '${"c".repeat(64)}')`,
+    refusedBy: "a step starts only on a pending pay or account ask",
+    guards: ["steps_on_pending"],
+  },
+  {
+    name: "start a step on a decided ask",
+    sql: `INSERT INTO steps (approval_id, started_at, recap_sha256) VALUES ('APPR0VED00', ${T0 + 1}, '${"c".repeat(64)}')`,
+    refusedBy: "a step starts only on a pending pay or account ask",
+    guards: ["steps_on_pending"],
+  },
+  {
+    name: "a reference ref after a step ran",
+    sql: `INSERT INTO decisions (approval_id, decision, decided_at, ref) VALUES ('RVNN1NG000', 'approved', ${T0}, 'demo-00000000')`,
+    refusedBy: "this decision or ref does not go with this ask",
+    guards: ["decisions_ref_rule"],
+  },
+  {
+    name: "deny an ask whose step ran",
+    sql: `INSERT INTO decisions (approval_id, decision, decided_at, ref) VALUES ('RVNN1NG000', 'denied', ${T0}, NULL)`,
+    refusedBy: "this decision or ref does not go with this ask",
+    guards: ["decisions_ref_rule"],
+  },
+  {
+    name: "fail an ask that ran no step",
+    sql: `INSERT INTO decisions (approval_id, decision, decided_at, ref) VALUES ('PAYPAYPAY0', 'failed', ${T0 + 1}, 'timeout')`,
+    refusedBy: "this decision or ref does not go with this ask",
+    guards: ["decisions_ref_rule"],
+  },
+  {
+    name: "a ref on the desk's approval",
+    sql: `INSERT INTO decisions (approval_id, decision, decided_at, ref) VALUES ('SPEND00000', 'approved', ${T0 + 1}, 'demo-00000000')`,
+    refusedBy: "this decision or ref does not go with this ask",
+    guards: ["decisions_ref_rule"],
+  },
+  {
+    name: "change a signed decision record",
+    sql: "UPDATE decision_records SET payload = replace(payload, 'approved', 'denied') WHERE approval_id = 'APPR0VED00'",
+    refusedBy: "a decision record cannot change",
+    guards: ["decision_records_no_update"],
+  },
+  {
+    name: "delete a signed decision record",
+    sql: "DELETE FROM decision_records WHERE approval_id = 'APPR0VED00'",
+    refusedBy: "a decision record cannot be deleted",
+    guards: ["decision_records_no_delete"],
+  },
+  {
+    name: "replace a signed decision record",
+    sql: "INSERT OR REPLACE INTO decision_records SELECT * FROM decision_records WHERE approval_id = 'APPR0VED00'",
+    refusedBy: "a decision record must follow the chain and match its decision",
+    guards: ["decision_records_in_chain", "decision_records_insert_once"],
+  },
+  {
+    name: "a record that leaves a gap in the chain",
+    sql: `INSERT INTO decision_records (seq, approval_id, kid, payload, signature, payload_sha256)
+          SELECT seq + 5, 'PAYPAYPAY0', kid, json_set(payload, '$.seq', seq + 5, '$.approval_id', 'PAYPAYPAY0', '$.decision', 'expired'),
+                 signature, payload_sha256 FROM decision_records ORDER BY seq DESC LIMIT 1`,
+    refusedBy: "a decision record must follow the chain and match its decision",
+    guards: ["decision_records_in_chain"],
+  },
+  {
+    name: "a record that says approved for a pending ask",
+    sql: `INSERT INTO decision_records (seq, approval_id, kid, payload, signature, payload_sha256)
+          SELECT seq + 1, 'PAYPAYPAY0', kid, json_set(payload, '$.seq', seq + 1, '$.approval_id', 'PAYPAYPAY0'),
+                 signature, payload_sha256 FROM decision_records ORDER BY seq DESC LIMIT 1`,
+    refusedBy: "a decision record must follow the chain and match its decision",
+    guards: ["decision_records_in_chain"],
+  },
+  {
+    name: "delete a decision key (old records would stop verifying)",
+    sql: "DELETE FROM decision_keys",
+    refusedBy: "a decision key cannot be deleted",
+    guards: ["decision_keys_no_delete"],
+  },
+  {
+    name: "change a decision key",
+    sql: "UPDATE decision_keys SET x = printf('%.43c', 'A')",
+    refusedBy: "a decision key cannot change",
+    guards: ["decision_keys_no_update"],
+  },
+  {
     name: "delete a seen id",
     sql: "DELETE FROM seen_ids WHERE approval_id = 'PAYPAYPAY0'",
     refusedBy: "a seen id cannot be deleted",
@@ -394,15 +528,17 @@ describe("the schema refuses changes through raw SQL on the same file", () => {
   test("refused attacks leave the ledger as it was", () => {
     using tmp = tempDir();
     const { path, clock } = fixture(tmp.path);
-    const before = AskLedger.open(path, clock.now);
-    const ids = ["PAYPAYPAY0", ACCOUNT.approval_id, "APPR0VED00", "EXP1RED000"];
-    const snapshot = ids.map((id) => before.get(id));
+    const before = AskLedger.open(path, clock.now, TEST_SIGNER);
+    const ids = ["PAYPAYPAY0", ACCOUNT.approval_id, "APPR0VED00", "EXP1RED000", "SPEND00000", "STEPPED000", "RVNN1NG000"];
+    const snapshot = ids.map((id) => [before.get(id), before.decisionRecord(id)]);
+    const records = [...before.decisionRecords()];
     before.close();
     const raw = new Database(path);
     for (const attack of ATTACKS) expect(() => raw.run(attack.sql)).toThrow("ask ledger:");
     raw.close();
-    const after = AskLedger.open(path, clock.now);
-    expect(ids.map((id) => after.get(id))).toEqual(snapshot);
+    const after = AskLedger.open(path, clock.now, TEST_SIGNER);
+    expect(ids.map((id) => [after.get(id), after.decisionRecord(id)])).toEqual(snapshot);
+    expect([...after.decisionRecords()]).toEqual(records);
     after.close();
   });
 
@@ -427,7 +563,7 @@ describe("the schema refuses changes through raw SQL on the same file", () => {
       VALUES ('PAYPAYPAY0', 'pay', 'Evil Shop', '9999.00', 'EUR', 'card-2', 'https://evil.example/', ${T0}, ${T0 + TEN_MIN})`;
     expect(() => raw.run(reinsert)).toThrow("ask ledger: this approval_id was seen before");
     raw.close();
-    const ledger = AskLedger.open(path, clock.now);
+    const ledger = AskLedger.open(path, clock.now, TEST_SIGNER);
     expect(ledger.create(pay("PAYPAYPAY0"), OPTS)).toEqual({ ok: false, code: "ID_ALREADY_USED" });
     ledger.close();
   });
@@ -435,6 +571,40 @@ describe("the schema refuses changes through raw SQL on the same file", () => {
 
 describe("the schema's checks", () => {
   const COLUMNS = "approval_id, kind, merchant, amount, currency, card_handle, checkout_url, provider_url, created_at, expires_at";
+  const SPEND_COLUMNS = "approval_id, kind, reservation_id, tool, price_mc, key_id, key_name, org_id, org_name, params_sha256, preview, preview_cut, reason, created_at, expires_at";
+  const goodSpend = {
+    id: "'G00D000001'", kind: "'spend'", res: "'res_1'", tool: "'everything__echo'", price: "1500", keyId: "'key_1'", keyName: "''",
+    orgId: "'org_1'", orgName: "'acme'", params: `'${"a".repeat(64)}'`, preview: "'{}'", cut: "0", reason: "NULL",
+  };
+  const insertSpend = (over: Partial<typeof goodSpend>) => {
+    const v = { ...goodSpend, ...over };
+    return `INSERT INTO asks (${SPEND_COLUMNS}) VALUES (${v.id}, ${v.kind}, ${v.res}, ${v.tool}, ${v.price}, ${v.keyId}, ${v.keyName}, ${v.orgId}, ${v.orgName}, ${v.params}, ${v.preview}, ${v.cut}, ${v.reason}, ${T0}, ${T0 + 1})`;
+  };
+  const BAD_SPEND: [string, Partial<typeof goodSpend>][] = [
+    ["a price of 0", { price: "0" }],
+    ["a price above 10^10 mc", { price: "10000000001" }],
+    ["a fractional price", { price: "1.5" }],
+    ["a price as words", { price: "'a lot'" }],
+    ["a tool without its upstream", { tool: "'echo'" }],
+    ["a tool with a space", { tool: "'everything__ echo'" }],
+    ["a key id with a space", { keyId: "'key 1'" }],
+    ["an empty org name", { orgName: "''" }],
+    ["a short params hash", { params: "'abc'" }],
+    ["an uppercase params hash", { params: `'${"A".repeat(64)}'` }],
+    ["an empty preview", { preview: "''" }],
+    ["preview_cut of 2", { cut: "2" }],
+    ["a reason on a spend ask", { reason: "'please'" }],
+    ["a spend ask without its tool", { tool: "NULL" }],
+  ];
+  for (const [name, over] of BAD_SPEND) {
+    test(`refuses a spend ask with ${name}`, () => {
+      using tmp = tempDir();
+      const raw = new Database(fixture(tmp.path).path);
+      expect(() => raw.run(insertSpend(over))).toThrow(/constraint failed|cannot store/);
+      expect(raw.run(insertSpend({})).changes).toBe(1);
+      raw.close();
+    });
+  }
   const good = { id: "'G00D000000'", kind: "'pay'", merchant: "'Shop'", amount: "'19.00'", currency: "'EUR'", card: "'card-2'", url: "'https://shop.example/'", provider: "NULL", created: `${T0}`, expires: `${T0 + 1}` };
   const insert = (over: Partial<typeof good>) => {
     const v = { ...good, ...over };
@@ -474,7 +644,7 @@ describe("the schema's checks", () => {
     using tmp = tempDir();
     const { path } = fixture(tmp.path);
     const raw = new Database(path);
-    expect(() => raw.run(`INSERT INTO decisions VALUES ('PAYPAYPAY0', 'approved', ${T0 + 1}, NULL)`)).toThrow(/CHECK constraint/);
+    expect(() => raw.run(`INSERT INTO decisions VALUES ('PAYPAYPAY0', 'approved', ${T0 + 1}, NULL)`)).toThrow(/does not go with this ask/);
     expect(() => raw.run(`INSERT INTO decisions VALUES ('PAYPAYPAY0', 'denied', ${T0 + 1}, 'demo-3e40a688')`)).toThrow(/CHECK constraint/);
     expect(raw.run(`INSERT INTO decisions VALUES ('PAYPAYPAY0', 'denied', ${T0 + 1}, NULL)`).changes).toBe(1);
     raw.close();
@@ -482,6 +652,39 @@ describe("the schema's checks", () => {
 });
 
 describe("versions", () => {
+  test("a version 1 ledger is migrated in place: every ask, decision and seen id kept, the rules still enforced", () => {
+    using tmp = tempDir();
+    const path = join(tmp.path, "asks.db");
+    writeFileSync(path, "", { mode: 0o600 });
+    const v1 = new Database(path, { create: true, strict: true });
+    v1.run(ASK_LEDGER_MIGRATIONS[0]!.sql);
+    v1.run("PRAGMA user_version = 1");
+    v1.run(`INSERT INTO asks (approval_id, kind, merchant, amount, currency, card_handle, checkout_url, reason, created_at, expires_at)
+            VALUES ('K7Q2M4XZ3A', 'pay', 'Example Shop', '19.00', 'EUR', 'card-2', 'https://shop.example/checkout/123', 'renew', ${T0}, ${T0 + TEN_MIN})`);
+    v1.run(`INSERT INTO asks (approval_id, kind, provider_url, created_at, expires_at) VALUES ('M4XZ3AK7Q2', 'account', 'https://provider.example/', ${T0}, ${T0 + TEN_MIN})`);
+    v1.run(`INSERT INTO decisions VALUES ('K7Q2M4XZ3A', 'approved', ${T0 + 5}, 'demo-3e40a688')`);
+    v1.close();
+    const clock = new TestClock();
+    const ledger = AskLedger.open(path, clock.now, TEST_SIGNER);
+    expect(ledger.get("K7Q2M4XZ3A")).toEqual({
+      ask: pay("K7Q2M4XZ3A", { reason: "renew" }),
+      created_at: new Date(T0),
+      expires_at: new Date(T0 + TEN_MIN),
+      state: "approved",
+      decided_at: new Date(T0 + 5),
+      ref: "demo-3e40a688",
+    });
+    expect(ledger.get("M4XZ3AK7Q2")?.state).toBe("pending");
+    expect(ledger.create(pay("K7Q2M4XZ3A"), OPTS)).toEqual({ ok: false, code: "ID_ALREADY_USED" });
+    ledger.close();
+    const raw = new Database(path);
+    expect(raw.query("PRAGMA user_version").get()).toEqual({ user_version: ASK_LEDGER_MIGRATIONS.length });
+    expect(raw.query("PRAGMA foreign_key_check").all()).toEqual([]);
+    expect(() => raw.run("UPDATE asks SET amount = '1.00'")).toThrow("ask ledger: an ask cannot change");
+    expect(() => raw.run("DELETE FROM decisions")).toThrow("ask ledger: a decision is final");
+    raw.close();
+  });
+
   test("a database from a newer binary is refused clearly and left untouched", () => {
     using tmp = tempDir();
     const path = join(tmp.path, "asks.db");
@@ -517,7 +720,7 @@ describe("concurrency on one file", () => {
   test("20 creates from 4 processes with maxPending 5: exactly 5 stored", async () => {
     using tmp = tempDir();
     const path = join(tmp.path, "asks.db");
-    AskLedger.open(path, () => new Date()).close();
+    AskLedger.open(path, () => new Date(), TEST_SIGNER).close();
     const worker = join(import.meta.dir, "../helpers/ask-ledger-worker.ts");
     const procs = [0, 1, 2, 3].map((p) =>
       Bun.spawn([process.execPath, worker, path, "5", ...[0, 1, 2, 3, 4].map((i) => idOf(p * 5 + i))], {
@@ -537,7 +740,7 @@ describe("concurrency on one file", () => {
     }
     expect(outcomes.filter((o) => o === "ok")).toHaveLength(5);
     expect(outcomes.filter((o) => o === "PENDING_LIMIT")).toHaveLength(15);
-    const ledger = AskLedger.open(path, () => new Date());
+    const ledger = AskLedger.open(path, () => new Date(), TEST_SIGNER);
     expect(ledger.countPending()).toBe(5);
     ledger.close();
     const raw = new Database(path);

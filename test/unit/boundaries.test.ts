@@ -68,7 +68,7 @@ function importGraph(entries: string[]): Set<string> {
 
 describe("source boundaries", () => {
   test("the scan sees the tree", () => {
-    for (const dir of ["core/desk/", "core/http/", "adapters/sqlite/", "adapters/mcp-upstream/", "commands/desk/", "web/console/"]) {
+    for (const dir of ["core/desk/", "core/http/", "adapters/sqlite/", "adapters/postgres/", "adapters/mcp-upstream/", "commands/desk/", "web/console/"]) {
       expect(`${dir}: ${under(dir).length >= 2}`).toBe(`${dir}: true`);
     }
     expect(files.some((f) => f.path === "main.ts")).toBe(true);
@@ -122,6 +122,13 @@ describe("source boundaries", () => {
 
   test("only adapters/sqlite touches SQLite", () => {
     expect(files.filter((f) => importsOf(f.text).includes("bun:sqlite") && !f.path.startsWith("adapters/sqlite/")).map((f) => f.path)).toEqual([]);
+  });
+
+  test("only adapters/postgres uses Bun's SQL client, and it reaches only core, bun, node:fs and node:net", () => {
+    const sqlClient = /(?:^|\n)\s*import\b[^;]*\bSQL\b[^;]*from\s*["']bun["']|\bBun\.(SQL|sql)\b/;
+    expect(matching(files.filter((f) => !f.path.startsWith("adapters/postgres/")), sqlClient)).toEqual([]);
+    expect(under("adapters/postgres/").length).toBeGreaterThanOrEqual(8);
+    expect(edgesUnder("adapters/postgres/").filter((e) => !/ -> (core\/|adapters\/postgres\/|bun$|node:fs$|node:net$)/.test(e))).toEqual([]);
   });
 
   test("the MCP SDK is imported only by serve-mcp, the desk's MCP endpoint and the MCP upstream adapter", () => {

@@ -6,6 +6,7 @@ import { readdirSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import { APPROVER_FLAGS, CERTS_FLAGS, DESK_ENV, DESK_FLAGS, type EnvSetting, type Flag, SERVE_MCP_ENV, VERIFY_RECEIPT_FLAGS } from "../../src/cli/flags.ts";
 import * as usage from "../../src/cli/usage.ts";
+import { STEP_VARIABLES } from "../../src/commands/approver/step.ts";
 
 const ROOT = join(import.meta.dir, "../..");
 const SPEC = readFileSync(join(ROOT, "SPEC.md"), "utf8");
@@ -33,7 +34,8 @@ function expectFacts(text: string, s: { env?: string; default?: string; required
   if (s.env !== undefined) expect(text).toContain(`env: ${s.env}`);
   else expect(text).not.toContain("env:");
   // The --max-amount / MAX_PENDING kind of slip: no entry names another setting's variable.
-  for (const o of others) if (o.env !== undefined && o.env !== s.env) expect(text).not.toContain(`env: ${o.env}`);
+  // (Whole names only: ASK_ONLY_PAY_APPROVER_ON_APPROVE is a prefix of ..._ON_APPROVE_TIMEOUT.)
+  for (const o of others) if (o.env !== undefined && o.env !== s.env) expect(text).not.toMatch(new RegExp(`env: ${o.env}(;|$)`));
 }
 
 const COMMANDS: [string, string, readonly Flag[]][] = [
@@ -73,6 +75,7 @@ describe("help is printed from the tables", () => {
       readdirSync(dir, { withFileTypes: true }).flatMap((e) => (e.isDirectory() ? walk(join(dir, e.name)) : e.name.endsWith(".ts") ? [join(dir, e.name)] : []));
     for (const file of walk(join(ROOT, "src"))) for (const m of readFileSync(file, "utf8").matchAll(/ASK_ONLY_[A-Z_]+/g)) named.add(m[0]);
     named.delete("ASK_ONLY_VERSION"); // the build's --define, not a setting
+    for (const given of STEP_VARIABLES) named.delete(given); // what the approver gives its --on-approve step
     const flagTables: readonly (readonly Flag[])[] = [APPROVER_FLAGS, CERTS_FLAGS, DESK_FLAGS, VERIFY_RECEIPT_FLAGS];
     const inTables = new Set<string | undefined>([...flagTables.flatMap((t) => t.map((f) => f.env)), ...SERVE_MCP_ENV.map((s) => s.env), ...DESK_ENV.map((s) => s.env)]);
     expect([...named].filter((n) => !inTables.has(n))).toEqual([]);
@@ -99,7 +102,12 @@ describe("SPEC.md's tables say what the tables say", () => {
   test("7.1: the approver's flags, variables and defaults", () => {
     const rows = specTable("### 7.1 `ask-only approver`").map(([flag, env, dflt]) => ({ flag: unquote(flag!), env: unquote(env!), default: unquote(dflt!) }));
     expect(rows).toEqual(
-      APPROVER_FLAGS.map((f) => ({ flag: `${f.name} ${f.value}`, env: f.env, default: "required" in f ? "(required)" : (f as { default: string }).default })),
+      APPROVER_FLAGS.map((f) => ({
+        flag: "value" in f ? `${f.name} ${f.value}` : f.name,
+        env: "env" in f ? f.env : "—",
+        // A switch has neither variable nor default (—); a setting without a default is off.
+        default: "required" in f ? "(required)" : "default" in f ? f.default : "env" in f ? "(none)" : "—",
+      })),
     );
   });
 

@@ -19,6 +19,7 @@ describe("recap vectors", () => {
       "pay-plain", "account-plain", "hidden-c0", "hidden-c1", "hidden-esc-sequence", "hidden-bidi", "hidden-zero-width",
       "hidden-tags", "hidden-cf", "hidden-hangul-filler", "hidden-variation-selector", "combining-stack", "wide-cjk",
       "wide-emoji", "host-lookalike", "host-long", "reason-500", "url-percent", "host-idn", "backslash",
+      "spend-plain", "spend-cut", "spend-hostile", "spend-long-tool", "spend-max-price", "spend-width-60",
     ]) {
       expect(names).toContain(name);
     }
@@ -71,6 +72,14 @@ describe("recap vector grammar", () => {
     bad(good.slice(0, good.indexOf("\n\n") + 2), /no expected lines/);
     bad(good.slice(0, -1), /newline/);
     bad(good.replace("\n", "\r\n"), /carriage return/);
+  });
+  test("a spend vector takes a JSON integer price and a JSON boolean cut, and no reason", () => {
+    const spend = readFileSync(join(DIR, "spend-plain.vec"), "utf8");
+    expect(parseRecapVector(spend).stored.ask.kind).toBe("spend");
+    bad(spend.replace("price: 1500", 'price: "1500"'), /price: not a JSON integer/);
+    bad(spend.replace("cut: false", 'cut: "false"'), /cut: not a JSON boolean/);
+    bad(spend.replace('kind: "spend"', 'kind: "spend"\nreason: "x"'), /unknown header for spend: reason/);
+    bad(spend.replace(/^tool: .*\n/m, ""), /missing header: tool/);
   });
   test("a bad time or state fails", () => {
     bad(good.replace(/^now: .*$/m, 'now: "yesterday"'), /ISO 8601/);

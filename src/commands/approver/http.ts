@@ -1,20 +1,27 @@
-// The approver's HTTP API, behind mutual TLS. Three routes and nothing else (one table): create a
-// pay ask, create an account ask, read an ask's state. There is no route that approves, denies, cancels
-// or executes anything: a decision is typed on the console, never sent over the wire.
-import type { StoredAsk } from "../../core/asks.ts";
+// The approver's HTTP API (one route table), behind mutual TLS, on two listeners: the agents' (client CA) creates
+// pay and account asks, the desk's (desk CA) creates spend asks; on each, an ask of that side's
+// can be read, with its signed decision record once it has one. There is no route that
+// approves, denies, cancels or executes anything: a decision is typed on the console, never
+// sent over the wire.
+import { type AskKind, type AskSide, type StoredAsk, sideOf } from "../../core/asks.ts";
 import { type ErrorCode, errorResponse, WireError } from "../../core/errors.ts";
 import { readJsonObject } from "../../core/http/body.ts";
 import { pathOf, routeTable } from "../../core/http/routes.ts";
 import { isApprovalId } from "../../core/ids.ts";
 import type { AskLedger } from "../../adapters/sqlite/asks.ts";
 import { validateAccountAsk, validatePayAsk } from "../../core/schema/ask.ts";
+import { validateSpendAsk } from "../../core/schema/spend-ask.ts";
 
 /** Request bodies above this are refused, whatever Content-Length says. */
 export const MAX_BODY_BYTES = 16 * 1024;
 
 export type ApiOptions = {
+  /** Which listener this is: it decides which asks can be made and read here. */
+  side: AskSide;
   /** Create and read only: the API is given no way to decide an ask (the console decides). */
-  ledger: Pick<AskLedger, "create" | "get">;
+  ledger: Pick<AskLedger, "create" | "get" | "decisionRecord">;
+  /** Brings the expiry records up to date before a decision record is read. */
+  sealExpired: () => void;
   ttlMs: number;
   maxPending: number;
   /** The largest amount of one pay ask (major units); checked here whatever the client did. */
@@ -36,12 +43,16 @@ export function approverTls(files: { cert: string; key: string; ca: string }) {
   return { cert: files.cert, key: files.key, ca: files.ca, requestCert: true, rejectUnauthorized: true } as const;
 }
 
+/** The asks each listener creates: an agent's certificate never reaches the spend route, nor the desk's the others. */
+const CREATES: Record<AskSide, readonly AskKind[]> = { agent: ["pay", "account"], desk: ["spend"] };
+const ASK_KINDS: readonly AskKind[] = ["pay", "account", "spend"];
+
 export function makeApproverApi(options: ApiOptions): (req: Request) => Promise<Response> {
-  const create = async (req: Request, kind: "pay" | "account"): Promise<Response> => {
+  const create = async (req: Request, kind: AskKind): Promise<Response> => {
     const body = await readJsonObject(req, MAX_BODY_BYTES);
     // Any holder of a client certificate can call this: every field is checked here again,
-    // card-number net included, whatever serve-mcp already checked.
-    const checked = kind === "pay" ? validatePayAsk(body, { maxAmount: options.maxAmount }) : validateAccountAsk(body);
+    // card-number net included, whatever serve-mcp (or the desk) already checked.
+    const checked = kind === "pay" ? validatePayAsk(body, { maxAmount: options.maxAmount }) : kind === "account" ? validateAccountAsk(body) : validateSpendAsk(body);
     if (!checked.ok) return fail(checked.code);
     const made = options.ledger.create(checked.ask, { ttlMs: options.ttlMs, maxPending: options.maxPending });
     if (!made.ok) return fail(made.code);
@@ -52,23 +63,37 @@ export function makeApproverApi(options: ApiOptions): (req: Request) => Promise<
     );
   };
 
-  const status = (id: string): Response => {
+  /** An ask of this listener's side, or the failure that answers for it (the other side's asks are not found here). */
+  const ownAsk = (id: string): StoredAsk | Response => {
     if (!isApprovalId(id)) return fail("APPROVAL_ID_INVALID");
     const stored = options.ledger.get(id);
-    if (!stored) return fail("ASK_NOT_FOUND");
+    if (!stored || sideOf(stored.ask.kind) !== options.side) return fail("ASK_NOT_FOUND");
+    return stored;
+  };
+
+  const status = (id: string): Response => {
+    const stored = ownAsk(id);
+    if (stored instanceof Response) return stored;
     const answer: { approval_id: string; state: string; ref?: string } = { approval_id: id, state: stored.state };
-    if (stored.state === "approved" && stored.ref !== undefined) answer.ref = stored.ref;
+    if ((stored.state === "approved" || stored.state === "failed") && stored.ref !== undefined) answer.ref = stored.ref;
     return Response.json(answer, { status: 200, headers: NO_STORE });
+  };
+
+  const decision = (id: string): Response => {
+    const stored = ownAsk(id);
+    if (stored instanceof Response) return stored;
+    options.sealExpired();
+    const record = options.ledger.decisionRecord(id);
+    return record ? Response.json(record, { status: 200, headers: NO_STORE }) : fail("DECISION_PENDING");
   };
 
   const notFound = () => fail("NOT_FOUND");
   const dispatch = routeTable<undefined>([
-    { method: "POST", path: "/v1/asks/pay", handle: (req) => create(req, "pay") },
-    { method: "POST", path: "/v1/asks/account", handle: (req) => create(req, "account") },
+    ...CREATES[options.side].map((kind) => ({ method: "POST", path: `/v1/asks/${kind}`, handle: (req: Request) => create(req, kind) })),
     // The create paths are never read as an approval id.
-    { method: "GET", path: "/v1/asks/pay", handle: notFound },
-    { method: "GET", path: "/v1/asks/account", handle: notFound },
+    ...ASK_KINDS.map((kind) => ({ method: "GET", path: `/v1/asks/${kind}`, handle: notFound })),
     // Exactly as sent: a percent-escape is no part of an approval id.
+    { method: "GET", path: "/v1/asks/:id/decision", raw: true, handle: (_req, params) => decision(params.id!) },
     { method: "GET", path: "/v1/asks/:id", raw: true, handle: (_req, params) => status(params.id!) },
   ]);
 

@@ -7,7 +7,7 @@ import { join } from "node:path";
 import { failure } from "../../cli/voice.ts";
 import { beforeSqliteOpen, sqliteFiles } from "../../adapters/sqlite/database.ts";
 import { SqliteDeskLedger, type SqliteDeskLedgerOptions } from "../../adapters/sqlite/desk/ledger.ts";
-import { DataDirLock, LOCK_FILE } from "../../adapters/sqlite/desk/lock.ts";
+import { DataDirLock, LOCK_FILE } from "../../adapters/sqlite/lock.ts";
 import {
   canonicalPath,
   checkPrivateFile,

@@ -17,7 +17,7 @@ import { type ClearingOutcome, unrecorded } from "../../core/desk/outcomes.ts";
 import { bearerOf } from "../../core/desk/secrets.ts";
 import { type ErrorCode, errorBody, errorResponse } from "../../core/errors.ts";
 import { headerAsksOtherVersion, newerRevisionProbe, unsupportedVersion } from "../../core/mcp-version.ts";
-import { centsOf, mc } from "../../core/money/millicents.ts";
+import { formatPrice } from "../../core/money/millicents.ts";
 import { withReceipt } from "../../core/receipt/index.ts";
 import type { Desk } from "../../core/desk/desk.ts";
 
@@ -139,6 +139,5 @@ function refusal(o: ClearingOutcome) {
 
 /** "Price: 1,500 mc (1.5 cents) per call." */
 export function priceSentence(value: number): string {
-  const cents = centsOf(value);
-  return `Price: ${mc(value)} (${cents} ${cents === "1" ? "cent" : "cents"}) per call.`;
+  return `Price: ${formatPrice(value)} per call.`;
 }

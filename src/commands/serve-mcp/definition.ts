@@ -11,7 +11,9 @@ This tool cannot pay, approve or deny anything, and neither can you: a person de
 
 verb "pay": ask to pay amount + currency to merchant with the card named card_handle, at checkout_url (reason optional). Answers {approval_id, state: "pending", expires_at}.
 verb "account_create": ask to create an account at provider_url, optionally as the identity named identity_handle (reason optional). Answers the same.
-verb "status": the state of an ask by approval_id: "pending", "approved" (with a ref), "denied" or "expired".
+verb "status": the state of an ask by approval_id: "pending", "approved" (with a ref), "denied", "expired" or "failed".
+
+"failed" means the person approved, but the step the approver runs behind an approval (the actual payment or sign-up) failed or was cut off; its ref says why (e.g. "timeout", "interrupted"). Nothing is retried and the person has been told to check by hand: do not ask again to work around it; tell the person its approval_id and wait for them.
 
 Cards and identities are handles, names the person set up (e.g. card-2, work): never send a card number or personal data; a field that holds a card number is refused.
 

@@ -5,9 +5,10 @@
 // column 13, the approver's own `approving:` summary, and the command line. A value longer
 // than its row continues on rows that begin `  >` and align with the value column, so agent
 // text never begins a row and a fake `[ask ...]` block inside a reason cannot pass for a recap.
-import type { Ask, AskState, StoredAsk } from "../asks.ts";
+import type { AccountAsk, Ask, AskState, PayAsk, SpendAsk, StoredAsk } from "../asks.ts";
 import { isApprovalId, isSafeRef } from "../ids.ts";
 import { formatAmount } from "../money/format.ts";
+import { formatMc, formatPrice } from "../money/millicents.ts";
 import { siteOf } from "../schema/url.ts";
 import { displayRows, sanitizeAtoms } from "./sanitize.ts";
 import { textWidth } from "./width.ts";
@@ -44,7 +45,16 @@ function lineWidth(width: number): number {
 const labelled = (label: string): string => `  ${label}`.padEnd(VALUE_COLUMN);
 
 /** The site of an ask: the host of its stored (already WHATWG-parsed) URL, ASCII, IDNs in punycode. */
-const siteOfAsk = (ask: Ask): string => siteOf(ask.kind === "pay" ? ask.checkout_url : ask.provider_url);
+const siteOfAsk = (ask: PayAsk | AccountAsk): string => siteOf(ask.kind === "pay" ? ask.checkout_url : ask.provider_url);
+/** The arguments of a spend ask are the agent's words, whoever cut them. */
+const SPEND_SHOWN = {
+  whole: "whole (it hashes to params_sha256)",
+  cut: "the start only (the desk cut it)",
+} as const;
+/** Who sent a spend ask: only the desk's own certificate reaches the route (SPEC 7.1). */
+const DESK_SIDE = "the desk (its own certificate and listener)";
+/** In a recap's `approving:` row a tool too long to show whole is named by the row above. */
+const TOOL_ABOVE = "the tool above";
 
 /**
  * A host in at most `room` columns. One that does not fit is shown by its end after `....`,
@@ -131,11 +141,33 @@ function pushOptional(lines: string[], label: string, value: string | undefined,
  * An amount is never cut: one too long to leave the site its room is refused (every row fits
  * for amounts of up to 14 characters as shown, i.e. below 10^9 in any currency).
  */
-export function summary(ask: Ask, room: number, host: string = siteOfAsk(ask), minSiteRoom = MIN_SITE_ROOM): string {
+export function summary(ask: Ask, room: number, host?: string, minSiteRoom = MIN_SITE_ROOM): string {
+  if (ask.kind === "spend") return spendSummary(ask, room, { hint: false, tooLong: "cut" });
+  host ??= siteOfAsk(ask);
   const head = ask.kind === "pay" ? `PAY ${formatAmount(ask.amount, ask.currency)} ${ask.currency} at ` : "ACCOUNT at ";
   const siteRoom = room - head.length;
   if (siteRoom < minSiteRoom) throw new RangeError("amount too long to show with its site");
   return head + fitHost(host, siteRoom);
+}
+
+/**
+ * `SPEND 1,500 mc (1.5 cents) on everything__echo` in `room` columns at most (the cents only in
+ * a recap's `approving:` row). The price is never cut; a tool that does not fit is cut at its end
+ * after `...` in list and decision rows, or, in a recap, named as the tool of the row above,
+ * which shows it whole. Every row fits for every price a spend ask may carry (up to 10^10 mc).
+ */
+function spendSummary(ask: SpendAsk, room: number, o: { hint: boolean; tooLong: "cut" | "above" }): string {
+  // Prices and tool names are ASCII (the field rules): one column per character.
+  const heads = o.hint ? [`SPEND ${formatPrice(ask.price_mc)} on `, `SPEND ${formatMc(ask.price_mc)} on `] : [`SPEND ${formatMc(ask.price_mc)} on `];
+  for (const head of heads) if (head.length + ask.tool.length <= room) return head + ask.tool;
+  if (o.tooLong === "above") {
+    // Below 76 columns the cents give way before the tool's name does.
+    for (const head of heads) if (head.length + TOOL_ABOVE.length <= room) return head + TOOL_ABOVE;
+  } else {
+    const head = heads[heads.length - 1]!;
+    if (room - head.length >= 8) return `${head}${ask.tool.slice(0, room - head.length - 3)}...`;
+  }
+  throw new RangeError("price too long to show with its tool");
 }
 
 /** The recap a person approves on. Pure: (stored ask, now, width) -> lines, none wider than 76 columns. */
@@ -144,6 +176,7 @@ export function renderRecap(stored: StoredAsk, now: Date, width: number = RECAP_
   const ask = stored.ask;
   const id = checkedId(ask.approval_id);
   const expires = expiryText(stored.expires_at, now, stored.state);
+  if (ask.kind === "spend") return spendRecap(ask, id, expires, w);
   const host = siteOfAsk(ask);
   const lines: string[] = [];
   if (ask.kind === "pay") {
@@ -167,6 +200,25 @@ export function renderRecap(stored: StoredAsk, now: Date, width: number = RECAP_
   return lines;
 }
 
+/** The recap of the desk's spend ask: every row but the args is the approver's words or the desk's names. */
+function spendRecap(ask: SpendAsk, id: string, expires: string, w: number): string[] {
+  const head = `[ask ${id}] SPEND ${formatPrice(ask.price_mc)}`;
+  // Below 76 columns the cents give way (the mc figure is the price; the cents only read it).
+  const lines = [head.length <= w ? head : `[ask ${id}] SPEND ${formatMc(ask.price_mc)}`];
+  pushField(lines, "tool:", ask.tool, w);
+  pushOptional(lines, "key:", ask.key_name === "" ? undefined : ask.key_name, w);
+  pushField(lines, "key id:", ask.key_id, w);
+  pushField(lines, "org:", ask.org_name, w);
+  pushField(lines, "org id:", ask.org_id, w);
+  pushValue(lines, `${labelled("args:")}${AGENT_LABEL} `, ask.preview, w);
+  lines.push(labelled("shown:") + (ask.preview_cut ? SPEND_SHOWN.cut : SPEND_SHOWN.whole));
+  lines.push(labelled("asked by:") + DESK_SIDE);
+  lines.push(labelled("expires:") + expires);
+  lines.push(labelled("approving:") + spendSummary(ask, w - VALUE_COLUMN, { hint: true, tooLong: "above" }));
+  lines.push(`  approve ${id}   or   deny ${id}`);
+  return lines;
+}
+
 /** The answer to a decision: `K7Q2M4XZ3A: approved: PAY 19.00 EUR at shop.example` (+ the ref line). */
 export function renderDecision(stored: StoredAsk): string[] {
   const id = checkedId(stored.ask.approval_id);
@@ -174,6 +226,8 @@ export function renderDecision(stored: StoredAsk): string[] {
   if (state === "pending") throw new RangeError("the ask is not decided");
   const head = `${id}: ${state}: `;
   const lines = [head + summary(stored.ask, RECAP_WIDTH - head.length)];
+  if (state === "approved" && stored.ask.kind === "spend") lines.push("  the desk makes the call now; no step runs here");
+  if (state === "failed") lines.push(`  the step failed (${failureRef(stored.ref)}); nothing is retried`);
   if (state === "approved" && stored.ref !== undefined) {
     // A ref is shown to the person: the safe form only, never one holding a card number.
     if (!isSafeRef(stored.ref)) throw new RangeError("ref is not of the form ^[A-Za-z0-9_-]{1,64}$ or holds a card number");
@@ -189,7 +243,9 @@ export function renderListLine(stored: StoredAsk, now: Date, width: number = REC
   const expires = expiryText(stored.expires_at, now, stored.state);
   const tail = expires === "expired" ? "  expired" : `  expires ${expires}`;
   const head = `${id}  `;
-  return head + summary(stored.ask, w - head.length - tail.length, siteOfAsk(stored.ask), MIN_LIST_SITE_ROOM) + tail;
+  const room = w - head.length - tail.length;
+  const ask = stored.ask;
+  return head + (ask.kind === "spend" ? spendSummary(ask, room, { hint: false, tooLong: "cut" }) : summary(ask, room, siteOfAsk(ask), MIN_LIST_SITE_ROOM)) + tail;
 }
 
 /** What the approver shows instead of recaps on a terminal narrower than 76 columns (rows <= 24 columns). */
@@ -205,7 +261,11 @@ export function renderNarrowNotice(ids: string[], columns: number): string[] {
 
 /** Everything else the console says about asks, so the approver never composes such text itself. */
 export type ConsoleNote =
-  | { kind: "already-decided"; id: string; state: "approved" | "denied" | "expired" }
+  | { kind: "already-decided"; id: string; state: "approved" | "denied" | "expired" | "failed" }
+  /** approve/deny of an ask whose recap this console has not written (it writes it first). */
+  | { kind: "decide-on-recap"; id: string }
+  /** approve/deny while the step of an earlier approval runs. */
+  | { kind: "step-running"; id: string }
   | { kind: "expired"; id: string }
   | { kind: "unknown-id"; id: string }
   | { kind: "not-an-id" }
@@ -227,9 +287,93 @@ export function renderConsoleNote(note: ConsoleNote): string {
       return "not an ask id: ids are 10 characters, 0-9 and A-Z without I L O U";
     case "none-pending":
       return "no pending asks";
+    case "decide-on-recap":
+      return `${checkedId(note.id)}: not decided: read its recap above, then type the decision again`;
+    case "step-running":
+      return `${checkedId(note.id)}: its step is running; its result comes here`;
     case "narrow-not-decided":
       return `${checkedId(note.id)}: not decided`;
     case "narrow-not-shown":
       return `${checkedId(note.id)}: not shown`;
   }
+}
+
+// --- the step behind an approval (approver --on-approve) ---
+
+/** Rows of the step's stderr shown to the person; the rest is left out, and the rows say so. */
+const STEP_TEXT_ROWS = 4;
+const STEP_LABEL = "(from the step)";
+
+function failureRef(ref: string | undefined): string {
+  if (ref === undefined || !isSafeRef(ref)) throw new RangeError("a failed ask's ref is not of the safe form");
+  return ref;
+}
+
+/** Why a step failed, as the approver observed it. `stderr` and `firstLine` are the step's words. */
+export type StepFailure =
+  | { ref: "exit_status"; exitCode: number | null; signal: string | null; stderr: string }
+  | { ref: "bad_first_line"; firstLine: string; stderr: string }
+  | { ref: "output_too_large"; stream: "stdout" | "stderr"; limitBytes: number }
+  | { ref: "timeout"; deadline: string; stderr: string }
+  | { ref: "spawn_failed"; code: string }
+  | { ref: "interrupted" };
+
+/** `K7Q2M4XZ3A: approving: PAY ...` and the promise that the step runs once. */
+export function renderStepStarted(stored: StoredAsk, deadline: string): string[] {
+  const id = checkedId(stored.ask.approval_id);
+  const head = `${id}: approving: `;
+  return [head + summary(stored.ask, RECAP_WIDTH - head.length), `  running the step (deadline ${printableAscii(deadline)}); it runs once, whatever happens`];
+}
+
+/** A value of the step's own (first line, stderr) on at most STEP_TEXT_ROWS rows, labelled as its words. */
+function pushStepText(lines: string[], label: string, text: string): void {
+  const rows: string[] = [];
+  pushValue(rows, `${labelled(label)}${STEP_LABEL} `, text, RECAP_WIDTH);
+  lines.push(...rows.slice(0, STEP_TEXT_ROWS));
+  if (rows.length > STEP_TEXT_ROWS) lines.push(`  (${rows.length - STEP_TEXT_ROWS} more rows not shown)`);
+}
+
+const printableAscii = (text: string): string => {
+  if (!/^[\x21-\x5b\x5d-\x7e]{1,32}$/.test(text)) throw new RangeError("not a short printable ASCII word");
+  return text;
+};
+
+/**
+ * What the person reads when an approval's step failed: the decision row, what happened in the
+ * approver's words, the step's own words escaped and labelled, and what to do.
+ */
+export function renderStepFailure(stored: StoredAsk, failure: StepFailure): string[] {
+  const id = checkedId(stored.ask.approval_id);
+  const head = `${id}: failed: `;
+  const lines = [head + summary(stored.ask, RECAP_WIDTH - head.length)];
+  switch (failure.ref) {
+    case "exit_status":
+      lines.push(
+        failure.signal !== null
+          ? `  the step was killed by ${printableAscii(failure.signal)}`
+          : `  the step exited with status ${Number.isInteger(failure.exitCode) ? failure.exitCode : "unknown"}`,
+      );
+      if (failure.stderr !== "") pushStepText(lines, "stderr:", failure.stderr);
+      break;
+    case "bad_first_line":
+      lines.push("  the step exited 0, but its first line is not a ref of 1-64 [A-Za-z0-9_-]");
+      pushStepText(lines, "line 1:", failure.firstLine);
+      if (failure.stderr !== "") pushStepText(lines, "stderr:", failure.stderr);
+      break;
+    case "output_too_large":
+      lines.push(`  the step wrote over ${failure.limitBytes} bytes to ${failure.stream}; it was stopped`);
+      break;
+    case "timeout":
+      lines.push(`  the step ran past its deadline (${printableAscii(failure.deadline)}); it was stopped`);
+      if (failure.stderr !== "") pushStepText(lines, "stderr:", failure.stderr);
+      break;
+    case "spawn_failed":
+      lines.push(`  the step could not start (${printableAscii(failure.code)})`);
+      break;
+    case "interrupted":
+      lines.push("  the step was interrupted: the approver stopped while it ran");
+      break;
+  }
+  lines.push("  it is not run again: check by hand what it did");
+  return lines;
 }

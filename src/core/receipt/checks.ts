@@ -6,12 +6,12 @@ import { CanonicalJsonError, canonicalJson } from "./canonical.ts";
 import { printable } from "./printable.ts";
 import { resultForHashing } from "./result-rule.ts";
 import { readShape, type Shape } from "./shapes.ts";
-import { canonicalReceipt, RECEIPT_FIELDS, type Receipt, receiptProblem } from "./types.ts";
+import { canonicalReceipt, type Receipt, receiptFields, receiptProblem } from "./types.ts";
 
 export { printable } from "./printable.ts";
 export { readShape, type Shape, SHAPES_READ } from "./shapes.ts";
 
-export type CheckName = "shape" | "envelope" | "signature" | "readable_copy" | "result" | "params";
+export type CheckName = "shape" | "envelope" | "signature" | "readable_copy" | "result" | "params" | "approver_signature" | "approval" | "chain";
 
 /**
  * One verification step. A `skipped` check is one the input does not call for (no arguments
@@ -73,7 +73,7 @@ export function readSigned(bytes: Uint8Array): { signed: Receipt } | { problem: 
     return { problem: "the signed payload is not JSON" };
   }
   const shape = receiptProblem(parsed);
-  if (shape !== null) return { problem: `the signed payload is not a v1 receipt (${printable(shape)})` };
+  if (shape !== null) return { problem: `the signed payload is not a receipt (${printable(shape)})` };
   // One byte form per receipt: blocks duplicate keys or re-spelled numbers that two JSON
   // readers could take differently while the signature still holds.
   if (canonicalReceipt(parsed as Receipt) !== text) return { problem: "the signed payload is not canonical JSON" };
@@ -89,20 +89,35 @@ export function signatureCheck(kid: string, keyKnown: boolean, valid: boolean, r
   return { name: "signature", ok: true, detail: `kid ${printable(kid)}` };
 }
 
-// Every receipt field is a string, a number or null, so === per field is canonical equality.
-export function readableCheck(readable: unknown, signed: Receipt): Check {
+/** Canonical equality: a string, number or null by ===, an object (a v2 approval, a decision's spend) by its RFC 8785 form. */
+export function sameValue(a: unknown, b: unknown): boolean {
+  if (a === b) return a !== undefined;
+  if (typeof a !== "object" || typeof b !== "object" || a === null || b === null) return false;
+  try {
+    return canonicalJson(a) === canonicalJson(b);
+  } catch {
+    return false;
+  }
+}
+
+/** A readable copy against the signed record it stands for, field by field; the failure names every field that differs. */
+export function readableCopyCheck(readable: unknown, signed: Record<string, unknown>, fields: readonly string[]): Check {
   if (!isRecord(readable)) return { name: "readable_copy", ok: false, detail: "the envelope has no readable copy" };
   const keys = Object.keys(readable);
-  if (keys.length === RECEIPT_FIELDS.length && RECEIPT_FIELDS.every((f) => Object.hasOwn(readable, f) && readable[f] === signed[f])) {
+  if (keys.length === fields.length && fields.every((f) => Object.hasOwn(readable, f) && sameValue(readable[f], signed[f]))) {
     return { name: "readable_copy", ok: true };
   }
   const differ: string[] = [];
-  for (const name of new Set<string>([...RECEIPT_FIELDS, ...keys])) {
+  for (const name of new Set<string>([...fields, ...keys])) {
     const mine = Object.hasOwn(readable, name) ? readable[name] : undefined;
-    const theirs = Object.hasOwn(signed, name) ? (signed as Record<string, unknown>)[name] : undefined;
-    if (mine !== theirs || mine === undefined) differ.push(printable(name));
+    const theirs = Object.hasOwn(signed, name) ? signed[name] : undefined;
+    if (!sameValue(mine, theirs)) differ.push(printable(name));
   }
   return { name: "readable_copy", ok: false, detail: `differs from signed payload at ${differ.join(", ")}` };
+}
+
+export function readableCheck(readable: unknown, signed: Receipt): Check {
+  return readableCopyCheck(readable, signed as Record<string, unknown>, receiptFields(signed.v));
 }
 
 /** A hash still to compute: the canonical text of a value, and what its SHA-256 must be. */

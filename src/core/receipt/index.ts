@@ -9,12 +9,18 @@ export {
   jwkThumbprint,
   jwksOf,
   loadSigner,
+  loadSigningKey,
   type ReceiptJwk,
   ReceiptInvalidError,
   ReceiptKeyError,
   type ReceiptSigner,
+  type SigningKey,
 } from "./sign.ts";
 export {
+  type ApprovalEnvelope,
+  type ApprovalOutcome,
+  APPROVAL_OUTCOMES,
+  APPROVAL_RECEIPT_VERSION,
   canonicalReceipt,
   type Envelope,
   OUTCOMES,

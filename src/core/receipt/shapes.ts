@@ -18,6 +18,14 @@ export type Shape =
   /** A bare envelope: exactly `{payload, signature, kid, receipt}`. */
   | { kind: "envelope"; envelope: unknown };
 
+/** The approver's decision envelope (core/decision): exactly `{payload, signature, kid, decision}`. */
+export const DECISION_ENVELOPE_KEYS = ["payload", "signature", "kid", "decision"] as const;
+
+/** Whether a file is the approver's decision envelope, by its whole set of top-level keys (no receipt shape has `decision`). */
+export function isDecisionEnvelope(body: unknown): boolean {
+  return isRecord(body) && hasExactly(Object.keys(body), DECISION_ENVELOPE_KEYS);
+}
+
 /** What a verifier reads, for a hint line or a page. */
 export const SHAPES_READ =
   `a REST body {result, receipt}, a refusal {error, receipt}, an MCP tools/call result with _meta["${MCP_RECEIPT_META_KEY}"], ` +
@@ -61,6 +69,7 @@ export function readShape(body: unknown): Read {
     return { shape: { kind: "refusal", envelope: body.receipt } };
   }
   if (hasExactly(keys, ["payload", "signature", "kid", "receipt"])) return { shape: { kind: "envelope", envelope: body } };
+  if (hasExactly(keys, DECISION_ENVELOPE_KEYS)) return refuse("an approver's decision record, not a desk receipt: check it with the approver's key set");
   if (Object.hasOwn(body, "jsonrpc")) return jsonRpc(body, keys);
   return refuse(`not a response verify-receipt reads (top-level keys: ${keyList(keys)})`);
 }

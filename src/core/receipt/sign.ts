@@ -3,7 +3,8 @@ import { createPrivateKey, createPublicKey, generateKeyPairSync, type KeyObject,
 import { encodeBase64url } from "./base64url.ts";
 import { canonicalJson } from "./canonical.ts";
 import { hashJson, sha256Hex } from "./hash.ts";
-import { canonicalReceipt, type Envelope, RECEIPT_FIELDS, RECEIPT_VERSION, type Receipt, type ReceiptFields, receiptProblem } from "./types.ts";
+import { approvalBindingProblem } from "../decision/binding.ts";
+import { APPROVAL_RECEIPT_VERSION, canonicalReceipt, type Envelope, RECEIPT_VERSION, type Receipt, type ReceiptFields, receiptFields, receiptProblem } from "./types.ts";
 
 /** A public receipt-signing key as published in the JWKS. */
 export type ReceiptJwk = { kty: "OKP"; crv: "Ed25519"; x: string; kid: string; use: "sig"; alg: "EdDSA" };
@@ -55,38 +56,56 @@ export type ReceiptSigner = {
   signBytes(bytes: Uint8Array): Uint8Array;
 };
 
-/** Parses a PKCS#8 PEM Ed25519 private key once; throws ReceiptKeyError for anything else. */
-export function loadSigner(privatePem: string): ReceiptSigner {
+/** An Ed25519 private key parsed once: its kid and public JWK, and signatures over bytes. */
+export type SigningKey = {
+  readonly kid: string;
+  publicJwk(): ReceiptJwk;
+  /** The 64-byte Ed25519 signature over `bytes` (pure EdDSA). */
+  signBytes(bytes: Uint8Array): Uint8Array;
+};
+
+/**
+ * Parses a PKCS#8 PEM Ed25519 private key once (the desk's receipt key, the approver's decision
+ * key); throws ReceiptKeyError naming `what` for anything else.
+ */
+export function loadSigningKey(privatePem: string, what = "the receipt-signing key"): SigningKey {
   let privateKey: KeyObject;
   try {
     privateKey = createPrivateKey({ key: privatePem, format: "pem" });
   } catch {
-    throw new ReceiptKeyError("the receipt-signing key is not a readable PEM private key");
+    throw new ReceiptKeyError(`${what} is not a readable PEM private key`);
   }
   // Blocks a P-256 or RSA key slipping in: verifiers only accept Ed25519.
-  if (privateKey.asymmetricKeyType !== "ed25519") throw new ReceiptKeyError("the receipt-signing key is not Ed25519");
+  if (privateKey.asymmetricKeyType !== "ed25519") throw new ReceiptKeyError(`${what} is not Ed25519`);
   const jwk = publicJwkOf(createPublicKey(privateKey));
-  const kid = jwk.kid;
+  return { kid: jwk.kid, publicJwk: () => ({ ...jwk }), signBytes: (bytes) => new Uint8Array(sign(null, bytes, privateKey)) };
+}
+
+/** Parses a PKCS#8 PEM Ed25519 private key once; throws ReceiptKeyError for anything else. */
+export function loadSigner(privatePem: string): ReceiptSigner {
+  const key = loadSigningKey(privatePem);
+  const kid = key.kid;
   return {
     kid,
-    publicJwk: () => ({ ...jwk }),
+    publicJwk: key.publicJwk,
     sign(fields: ReceiptFields): Envelope {
-      const source = { ...fields, v: RECEIPT_VERSION, kid } as Record<string, unknown>;
-      const problem = receiptProblem(source);
+      const v = fields.approval === undefined ? RECEIPT_VERSION : APPROVAL_RECEIPT_VERSION;
+      const source = { ...fields, v, kid } as Record<string, unknown>;
+      const problem = receiptProblem(source) ?? (v === APPROVAL_RECEIPT_VERSION ? approvalBindingProblem(source as Receipt) : null);
       if (problem) throw new ReceiptInvalidError(`refusing to sign an invalid receipt: ${problem}`);
       const receipt = {} as Record<string, unknown>;
-      for (const field of RECEIPT_FIELDS) receipt[field] = source[field];
+      for (const field of receiptFields(v)) receipt[field] = source[field];
       const text = canonicalReceipt(receipt as Receipt);
       if (text === null) throw new ReceiptInvalidError("refusing to sign an invalid receipt: a field is not well-formed Unicode");
       const bytes = Buffer.from(text, "utf8");
       return {
         payload: encodeBase64url(bytes),
-        signature: encodeBase64url(sign(null, bytes, privateKey)),
+        signature: encodeBase64url(key.signBytes(bytes)),
         kid,
         receipt: receipt as Receipt,
       };
     },
-    signBytes: (bytes) => new Uint8Array(sign(null, bytes, privateKey)),
+    signBytes: key.signBytes,
   };
 }
 

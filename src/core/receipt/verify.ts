@@ -19,6 +19,7 @@ import {
   type ToHash,
   unreadable,
 } from "./checks.ts";
+import { approvalChecks } from "../decision/verify.ts";
 import { sha256Hex } from "./hash.ts";
 import { type Jwks, jwkThumbprint, ReceiptKeyError } from "./sign.ts";
 import type { Receipt } from "./types.ts";
@@ -163,17 +164,19 @@ const hashed = (step: Check | ToHash): Check => ("text" in step ? hashCheck(step
  * Verifies a saved response of one of the shapes in shapes.ts (REST body, refusal, MCP
  * tools/call result, the JSON-RPC response that carried it, bare envelope); any other file gives
  * one failed `shape` check. Checks, in order: signature, readable_copy, result, params (params is
- * skipped when `args` is undefined, result only for a bare envelope of a charged call). result
- * and params are compared with the SIGNED payload's hashes.
+ * skipped when `args` is undefined, result only for a bare envelope of a charged call), and for a
+ * receipt that carries the approver's decision (version 2) approver_signature and approval,
+ * under `approverKeys`. result and params are compared with the SIGNED payload's hashes.
  */
-export function verifyResponse(body: unknown, keys: ReceiptKeys | Jwks, args?: unknown): Check[] {
+export function verifyResponse(body: unknown, keys: ReceiptKeys | Jwks, args?: unknown, approverKeys?: ReceiptKeys | Jwks): Check[] {
   const found = shapeOf(body);
   if ("failed" in found) return [found.failed];
   const opened = openEnvelope(found.shape.envelope, keys);
   if (opened.checks[0]?.name === "envelope") return opened.checks;
   const { checks, signed } = opened;
   if (signed === null) return [...checks, unreadable("result"), unreadable("params")];
-  return [...checks, hashed(resultCheck(found.shape, signed)), hashed(paramsCheck(args, signed))];
+  const approval = approvalChecks(signed, approverKeys === undefined ? undefined : keysOf(approverKeys));
+  return [...checks, hashed(resultCheck(found.shape, signed)), hashed(paramsCheck(args, signed)), ...approval];
 }
 
 /** One break in a key's chain; `index` is the position in the list given to the verifier. */

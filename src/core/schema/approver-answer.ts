@@ -24,11 +24,14 @@ export const CreatedAnswer = type({
 });
 export type CreatedAnswer = typeof CreatedAnswer.infer;
 
-/** `200` to `GET /v1/asks/{approval_id}`: `ref` only on an approved ask. */
+/**
+ * `200` to `GET /v1/asks/{approval_id}`: `ref` only on an approved ask (its reference) or a
+ * failed one (why the step behind the approval failed, in the approver's words).
+ */
 export const StatusAnswer = type({ "+": "reject", approval_id: approvalId, state: "'pending' | 'denied' | 'expired'" }).or({
   "+": "reject",
   approval_id: approvalId,
-  state: "'approved'",
+  state: "'approved' | 'failed'",
   "ref?": ref,
 });
 export type StatusAnswer = typeof StatusAnswer.infer;

@@ -133,10 +133,18 @@ function isPlainObject(v: unknown): v is Record<string, unknown> {
   return proto === Object.prototype || proto === null;
 }
 
-/** Steps 1-4 of the order above. */
-function checkShape(input: unknown, shape: typeof PayShape | typeof AccountShape, keys: Set<string>): ErrorCode | undefined {
+/**
+ * Steps 1-4 of the order above. `netted` is what the card-number net reads: the input itself,
+ * unless a caller leaves out a value whose own rule it has already checked (spend-ask.ts).
+ */
+export function checkShape(
+  input: unknown,
+  shape: (value: unknown) => unknown,
+  keys: Set<string>,
+  netted: (input: Record<string, unknown>) => unknown = (i) => i,
+): ErrorCode | undefined {
   if (!isPlainObject(input)) return "BODY_INVALID";
-  if (holdsCardNumber(input)) return "CARD_NUMBER_REFUSED";
+  if (holdsCardNumber(netted(input))) return "CARD_NUMBER_REFUSED";
   const result = shape(input);
   if (!(result instanceof type.errors)) return undefined;
   if (result.some((e) => !keys.has(String(e.path[0])))) return "FIELD_UNKNOWN";

@@ -52,9 +52,9 @@ export const REQUEST_OUTPUT_SCHEMA = {
   type: "object",
   properties: {
     approval_id: { type: "string", description: "the id of the ask; quote it to the person and to status" },
-    state: { type: "string", enum: ["pending", "approved", "denied", "expired"] },
+    state: { type: "string", enum: ["pending", "approved", "denied", "expired", "failed"] },
     expires_at: { type: "string", description: "pay and account_create: when the ask expires undecided (RFC 3339 UTC)" },
-    ref: { type: "string", description: "status of an approved ask: the approver's reference" },
+    ref: { type: "string", description: "status of an approved ask: the approver's reference; of a failed one: why its step failed" },
     error: { type: "string", description: "on failure (isError): the error code, e.g. PENDING_LIMIT" },
   },
   additionalProperties: false,

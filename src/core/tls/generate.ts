@@ -154,3 +154,22 @@ export async function generateLinkCertificates(options: {
     ],
   };
 }
+
+/**
+ * The desk's own link to the approver: a third CA and one client certificate under it. The
+ * approver's desk listener trusts only this CA, so the agents' client certificate can never
+ * send the desk's asks, and the desk's certificate is refused where agents ask. The CA's private
+ * key never leaves this function. The desk trusts the approver with the link's approver-ca.pem.
+ */
+export async function generateDeskCertificates(options: { now: Date }): Promise<LinkCertificates> {
+  await loadX509();
+  const deskCa = await makeCa("ask-only desk CA", options.now);
+  const desk = await makeLeaf(deskCa, "ask-only desk", x509.ExtendedKeyUsage.clientAuth, options.now, []);
+  return {
+    files: [
+      { name: "desk-ca.pem", contents: `${deskCa.cert.toString("pem")}\n`, secret: false, role: "approver trusts it on its desk listener (--desk-ca)" },
+      { name: "desk.pem", contents: `${desk.cert.toString("pem")}\n`, secret: false, role: "the desk's client certificate, for its link to the approver" },
+      { name: "desk.key", contents: await privateKeyPem(desk.keys.privateKey), secret: true, role: "the desk's key" },
+    ],
+  };
+}

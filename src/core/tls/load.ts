@@ -132,3 +132,51 @@ export function loadTlsFiles(
     caFingerprint256: ca.fingerprint256,
   };
 }
+
+/** The desk CA, checked for the approver's desk listener: its subject and fingerprint, for the start-up line. */
+export type LoadedDeskCa = { ca: string; path: string; caSubject: string; caFingerprint256: string };
+
+/**
+ * Reads and checks the CA the approver's desk listener trusts (`desk-ca.pem`): readable, a PEM
+ * CA certificate within its validity, and a CA of its own. It must not be the client CA (an
+ * agent's certificate would then reach the desk's listener and could ask to spend) nor the CA
+ * that signed the approver's own certificate.
+ */
+export function loadDeskCa(given: string, options: { label: string; approver: LoadedTls; now: Date; cwd: string }): LoadedDeskCa {
+  const path = resolve(options.cwd, given);
+  const where = `${path} (${options.label})`;
+  let pem: string;
+  try {
+    pem = readFileSync(path, "utf8");
+  } catch (err) {
+    const code = (err as NodeJS.ErrnoException).code ?? "unreadable";
+    throw new TlsLoadError(`cannot read the desk CA certificate ${where}: ${code}`, "check the path and its permissions; `ask-only certs DIR --desk` makes desk-ca.pem");
+  }
+  let ca: X509Certificate;
+  try {
+    if (!pem.includes("-----BEGIN CERTIFICATE-----")) throw new Error("no certificate block");
+    ca = new X509Certificate(pem);
+  } catch {
+    throw new TlsLoadError(`${where} is not a PEM certificate`, `${options.label} takes desk-ca.pem`);
+  }
+  if (!ca.ca) throw new TlsLoadError(`${where} is not a CA certificate`, `${options.label} takes desk-ca.pem, the CA of the desk's certificate`);
+  if (ca.validToDate.getTime() <= options.now.getTime()) {
+    throw new TlsLoadError(`the desk CA certificate ${where} expired on ${ca.validToDate.toISOString()}`, "make new desk certificates with `ask-only certs DIR --desk` into a new directory");
+  }
+  if (ca.validFromDate.getTime() > options.now.getTime()) {
+    throw new TlsLoadError(`the desk CA certificate ${where} is not valid before ${ca.validFromDate.toISOString()}`, "check this machine's clock");
+  }
+  const clientCa = new X509Certificate(options.approver.ca);
+  const own = new X509Certificate(options.approver.cert);
+  // The two listeners tell the desk from an agent only by which CA signed the client: one CA for both would let an agent ask to spend.
+  if (ca.fingerprint256 === clientCa.fingerprint256 || ca.publicKey.equals(clientCa.publicKey)) {
+    throw new TlsLoadError(
+      `${where} is the client CA the agents' listener trusts (${options.approver.paths.ca})`,
+      "the desk needs a CA of its own: run `ask-only certs DIR --desk` and give its desk-ca.pem",
+    );
+  }
+  if (own.checkIssued(ca) && own.verify(ca.publicKey)) {
+    throw new TlsLoadError(`${where} is the CA that signed the approver's own certificate`, `${options.label} takes desk-ca.pem`);
+  }
+  return { ca: pem, path, caSubject: ca.subject.split("\n").join(", "), caFingerprint256: ca.fingerprint256 };
+}

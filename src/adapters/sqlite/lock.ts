@@ -5,7 +5,7 @@
 // the ledger, held by the connection for the process lifetime: the kernel drops it when the
 // process dies however it dies, so a desk killed with SIGKILL never blocks its restart.
 import { Database } from "bun:sqlite";
-import { afterSqliteOpen, beforeSqliteOpen } from "../database.ts";
+import { afterSqliteOpen, beforeSqliteOpen } from "./database.ts";
 
 export const LOCK_FILE = "desk.lock";
 

@@ -1,0 +1,40 @@
+// The money invariants of `desk check`, as PostgreSQL queries: what is wrong, as lines (empty
+// when the ledger is sound). The signature and chain checks over the receipts are the domain's
+// (they read receiptsByKey); this adds the one thing SQLite does not have, the chain head kept
+// on each key row.
+import type { SQL } from "bun";
+import { printable } from "../../core/receipt/printable.ts";
+import { toSafe } from "./money.ts";
+
+export async function checkMoney(sql: SQL): Promise<string[]> {
+  const problems: string[] = [];
+  const periods = await sql`
+    SELECT s.key_id, s.period, s.spent_mc,
+           coalesce((SELECT sum(amount_mc) FROM receipts r WHERE r.key_id = s.key_id AND r.period = s.period AND r.outcome = 'charged'), 0) AS charged,
+           coalesce((SELECT sum(price_mc) FROM reservations v WHERE v.key_id = s.key_id AND v.period = s.period AND v.state = 'open'), 0) AS open
+      FROM spend s ORDER BY s.key_id, s.period`;
+  for (const r of periods) {
+    const [spent, charged, open] = [toSafe(r.spent_mc), toSafe(r.charged), toSafe(r.open)];
+    if (spent !== charged + open) {
+      problems.push(`key ${printable(r.key_id)} period ${printable(r.period)}: spent ${spent} mc, but charges ${charged} + open reservations ${open}`);
+    }
+  }
+  const keys = await sql`
+    SELECT k.id, k.spent_mc, coalesce(s.spent_mc, 0) AS period_spent, k.receipt_seq, k.receipt_head_sha256,
+           (SELECT max(seq) FROM receipts r WHERE r.key_id = k.id) AS last_seq,
+           (SELECT sha256 FROM receipts r WHERE r.key_id = k.id ORDER BY seq DESC LIMIT 1) AS last_sha256
+      FROM keys k LEFT JOIN spend s ON s.key_id = k.id AND s.period = k.period ORDER BY k.id`;
+  for (const k of keys) {
+    if (toSafe(k.spent_mc) !== toSafe(k.period_spent)) problems.push(`key ${printable(k.id)}: spent ${k.spent_mc} mc on the key, ${k.period_spent} mc in its period`);
+    if (toSafe(k.receipt_seq) !== toSafe(k.last_seq ?? 0n) || k.receipt_head_sha256 !== k.last_sha256) {
+      problems.push(`key ${printable(k.id)}: chain head seq ${k.receipt_seq} does not match its last receipt (seq ${k.last_seq ?? 0})`);
+    }
+  }
+  const [orphans] = await sql`SELECT count(*) AS n FROM receipts r WHERE r.outcome = 'charged' AND NOT EXISTS (SELECT 1 FROM keys k WHERE k.id = r.key_id)`;
+  if (toSafe(orphans.n) > 0) problems.push(`${orphans.n} charged receipts belong to no key`);
+  const [counts] = await sql`
+    SELECT (SELECT count(*) FROM reservations WHERE state = 'settled') AS settled,
+           (SELECT count(*) FROM receipts WHERE outcome NOT IN ('refused_not_allowed', 'refused_budget')) AS receipts`;
+  if (toSafe(counts.settled) !== toSafe(counts.receipts)) problems.push(`${counts.settled} settled reservations but ${counts.receipts} receipts of settled calls`);
+  return problems;
+}

@@ -1,0 +1,223 @@
+// The desk ledger's schema in PostgreSQL, as versioned migrations. It holds what the SQLite
+// ledger holds (orgs, keys, spend, reservations, receipts, audit, upstreams, tools, signing keys,
+// meta, the sandbox, held results) and what several nodes on one database need: node leases, the
+// node of each reservation and signing key, a receipt chain head per key, a catalog version.
+// Never edit a migration that has shipped: append a new one.
+//
+// Conventions: money is bigint millicents; a time the desk's clock gives (created_at, issued_at,
+// expires_at of a key ...) is bigint milliseconds, as in SQLite and the receipts; a time only
+// the database may judge (a node's lease) is timestamptz from the database's own clock, so nodes
+// whose clocks disagree still agree on whose lease has run out. Strings compared or sorted by the
+// ledger (periods, hours, names) are COLLATE "C": byte order, as SQLite compares, whatever the
+// database's locale. JSON the desk passes on unchanged (a tool's input schema and listing) is
+// text, because jsonb would reorder its keys.
+import { SCHEMA } from "./connection.ts";
+
+export type Migration = { name: string; sql: string };
+
+const V1 = `
+CREATE TABLE meta (
+  name text COLLATE "C" PRIMARY KEY,
+  value text NOT NULL
+);
+
+-- One row per desk node; the lease is the database's word on whether the node is alive.
+-- epoch grows each time the id registers again, so an old process cannot renew a new lease.
+CREATE TABLE nodes (
+  id text COLLATE "C" PRIMARY KEY,
+  epoch bigint NOT NULL CHECK (epoch >= 1),
+  started_at timestamptz NOT NULL,
+  renewed_at timestamptz NOT NULL,
+  expires_at timestamptz NOT NULL
+);
+
+CREATE TABLE orgs (
+  id text COLLATE "C" PRIMARY KEY,
+  name text NOT NULL,
+  created_at bigint NOT NULL
+);
+
+CREATE TABLE upstreams (
+  name text COLLATE "C" PRIMARY KEY,
+  url text NOT NULL,
+  sealed_headers text,
+  header_names text[] NOT NULL,
+  created_at bigint NOT NULL,
+  refreshed_at bigint NOT NULL
+);
+
+CREATE TABLE tools (
+  name text COLLATE "C" PRIMARY KEY,
+  upstream text COLLATE "C" NOT NULL REFERENCES upstreams(name),
+  upstream_tool text NOT NULL,
+  description text NOT NULL,
+  input_schema text NOT NULL CHECK (input_schema::json IS NOT NULL),
+  listing text NOT NULL DEFAULT '{}' CHECK (listing::json IS NOT NULL),
+  price_mc bigint NOT NULL DEFAULT 0 CHECK (price_mc >= 0),
+  upstream_cost_mc bigint NOT NULL DEFAULT 0 CHECK (upstream_cost_mc >= 0),
+  active boolean NOT NULL DEFAULT true
+);
+
+-- spent_mc is the spend of the key's current period; the CHECK makes spending above the budget
+-- impossible whatever writes the row. receipt_seq and receipt_head_sha256 are the head of the
+-- key's receipt chain: a receipt takes its seq by updating this row, whose lock every other
+-- writer of the key's chain waits for, so concurrent nodes append one unbroken chain.
+CREATE TABLE keys (
+  id text COLLATE "C" PRIMARY KEY,
+  org_id text COLLATE "C" NOT NULL REFERENCES orgs(id),
+  name text NOT NULL,
+  lookup text COLLATE "C" NOT NULL UNIQUE,
+  secret_sha256 bytea NOT NULL,
+  budget_mc bigint NOT NULL CHECK (budget_mc >= 0),
+  spent_mc bigint NOT NULL DEFAULT 0,
+  reset text NOT NULL CHECK (reset IN ('none', 'daily', 'monthly')),
+  period text COLLATE "C" NOT NULL,
+  allow text[] NOT NULL,
+  prices jsonb NOT NULL CHECK (jsonb_typeof(prices) = 'object'),
+  expires_at bigint,
+  revoked_at bigint,
+  created_at bigint NOT NULL,
+  fail_hour text COLLATE "C" NOT NULL DEFAULT '',
+  fail_count integer NOT NULL DEFAULT 0 CHECK (fail_count >= 0),
+  receipt_seq bigint NOT NULL DEFAULT 0 CHECK (receipt_seq >= 0),
+  receipt_head_sha256 text COLLATE "C",
+  CONSTRAINT keys_spent_within_budget CHECK (spent_mc >= 0 AND spent_mc <= budget_mc)
+);
+CREATE INDEX keys_org ON keys(org_id);
+
+-- What each period of each key spent (reservations in flight included), kept after a reset so
+-- a refund goes back to the period its reservation came from.
+CREATE TABLE spend (
+  key_id text COLLATE "C" NOT NULL REFERENCES keys(id),
+  period text COLLATE "C" NOT NULL,
+  spent_mc bigint NOT NULL CHECK (spent_mc >= 0),
+  PRIMARY KEY (key_id, period)
+);
+
+-- hour is the UTC hour the call was counted in against the failure limit (a charge takes the
+-- count back in that hour); node_id is the node that took it, whose lease decides who may
+-- refund it as abandoned.
+CREATE TABLE reservations (
+  id bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+  key_id text COLLATE "C" NOT NULL REFERENCES keys(id),
+  org_id text COLLATE "C" NOT NULL,
+  node_id text COLLATE "C" NOT NULL REFERENCES nodes(id),
+  tool text NOT NULL,
+  period text COLLATE "C" NOT NULL,
+  hour text COLLATE "C" NOT NULL,
+  price_mc bigint NOT NULL CHECK (price_mc >= 0),
+  upstream_cost_mc bigint NOT NULL CHECK (upstream_cost_mc >= 0),
+  params_sha256 text NOT NULL,
+  created_at bigint NOT NULL,
+  state text NOT NULL CHECK (state IN ('open', 'settled')),
+  outcome text,
+  receipt_id text,
+  CHECK ((state = 'open') = (outcome IS NULL AND receipt_id IS NULL))
+);
+CREATE INDEX reservations_open ON reservations(node_id, created_at) WHERE state = 'open';
+
+-- n is the order receipts were written in (exports list them so; per key it follows seq).
+CREATE TABLE receipts (
+  n bigint GENERATED ALWAYS AS IDENTITY UNIQUE,
+  id text COLLATE "C" PRIMARY KEY,
+  org_id text COLLATE "C" NOT NULL,
+  key_id text COLLATE "C" NOT NULL,
+  seq bigint NOT NULL CHECK (seq >= 1),
+  issued_at bigint NOT NULL,
+  tool text NOT NULL,
+  outcome text NOT NULL,
+  period text COLLATE "C" NOT NULL,
+  amount_mc bigint NOT NULL CHECK (amount_mc >= 0),
+  kid text NOT NULL,
+  sha256 text COLLATE "C" NOT NULL,
+  envelope text NOT NULL,
+  UNIQUE (key_id, seq)
+);
+CREATE INDEX receipts_org ON receipts(org_id, issued_at);
+CREATE INDEX receipts_key ON receipts(key_id, issued_at);
+
+CREATE TABLE audit (
+  id bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+  at bigint NOT NULL,
+  org_id text COLLATE "C" NOT NULL,
+  key_id text COLLATE "C" NOT NULL,
+  tool text NOT NULL,
+  outcome text NOT NULL,
+  http_status integer NOT NULL CHECK (http_status BETWEEN 100 AND 599),
+  price_mc bigint NOT NULL,
+  upstream_cost_mc bigint NOT NULL,
+  margin_mc bigint NOT NULL,
+  receipt_id text
+);
+CREATE INDEX audit_org ON audit(org_id, at);
+CREATE INDEX audit_key ON audit(key_id, at);
+
+-- Every node's receipt keys, current and retired: each node's key set lists them all, so a
+-- receipt from any node verifies with the key set fetched from any node.
+CREATE TABLE signing_keys (
+  kid text COLLATE "C" PRIMARY KEY,
+  node_id text COLLATE "C" NOT NULL REFERENCES nodes(id),
+  public_jwk text NOT NULL,
+  created_at bigint NOT NULL,
+  retired_at bigint
+);
+CREATE UNIQUE INDEX signing_keys_current ON signing_keys(node_id) WHERE retired_at IS NULL;
+
+CREATE TABLE sandbox (
+  id integer PRIMARY KEY CHECK (id = 1),
+  tools text[] NOT NULL,
+  budget_mc bigint NOT NULL CHECK (budget_mc >= 0),
+  ttl_s integer NOT NULL CHECK (ttl_s > 0),
+  keys_per_day integer NOT NULL DEFAULT 200 CHECK (keys_per_day >= 1),
+  updated_at bigint NOT NULL
+);
+
+CREATE TABLE sandbox_grants (
+  day text COLLATE "C" NOT NULL,
+  network text COLLATE "C" NOT NULL,
+  count integer NOT NULL CHECK (count >= 1),
+  PRIMARY KEY (day, network)
+);
+
+-- n orders a key's held results, newest last (a key keeps its newest few).
+CREATE TABLE held_results (
+  n bigint GENERATED ALWAYS AS IDENTITY UNIQUE,
+  receipt_id text COLLATE "C" PRIMARY KEY,
+  key_id text COLLATE "C" NOT NULL,
+  result text NOT NULL,
+  held_until bigint NOT NULL
+);
+CREATE INDEX held_results_key ON held_results(key_id, held_until);
+CREATE INDEX held_results_until ON held_results(held_until);
+
+-- Receipts and the audit log are append-only: a changed or deleted row would let someone rewrite
+-- what an agent was charged. The triggers refuse every UPDATE, DELETE and TRUNCATE through SQL,
+-- whoever sends it; only the tables' owner can drop them (as anyone holding the SQLite file can
+-- rewrite it), so the desk's role should not be the owner where that matters.
+CREATE FUNCTION refuse_change() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+  RAISE EXCEPTION '% is append-only', TG_TABLE_NAME USING ERRCODE = 'integrity_constraint_violation';
+END $$;
+CREATE TRIGGER receipts_append_only BEFORE UPDATE OR DELETE ON receipts FOR EACH ROW EXECUTE FUNCTION refuse_change();
+CREATE TRIGGER receipts_no_truncate BEFORE TRUNCATE ON receipts FOR EACH STATEMENT EXECUTE FUNCTION refuse_change();
+CREATE TRIGGER audit_append_only BEFORE UPDATE OR DELETE ON audit FOR EACH ROW EXECUTE FUNCTION refuse_change();
+CREATE TRIGGER audit_no_truncate BEFORE TRUNCATE ON audit FOR EACH STATEMENT EXECUTE FUNCTION refuse_change();
+
+-- The catalog's version: every statement that changes an upstream or a tool (its price
+-- included) moves it, in the same transaction. Each node keeps the catalog in memory and reads
+-- this one row at most once a second to learn it must reload.
+CREATE TABLE catalog_version (
+  id integer PRIMARY KEY CHECK (id = 1),
+  version bigint NOT NULL
+);
+INSERT INTO catalog_version (id, version) VALUES (1, 1);
+CREATE FUNCTION bump_catalog_version() RETURNS trigger LANGUAGE plpgsql SET search_path = ${SCHEMA} AS $$
+BEGIN
+  UPDATE catalog_version SET version = version + 1 WHERE id = 1;
+  RETURN NULL;
+END $$;
+CREATE TRIGGER upstreams_catalog AFTER INSERT OR UPDATE OR DELETE OR TRUNCATE ON upstreams FOR EACH STATEMENT EXECUTE FUNCTION bump_catalog_version();
+CREATE TRIGGER tools_catalog AFTER INSERT OR UPDATE OR DELETE OR TRUNCATE ON tools FOR EACH STATEMENT EXECUTE FUNCTION bump_catalog_version();
+`;
+
+export const POSTGRES_MIGRATIONS: readonly Migration[] = [{ name: "desk ledger", sql: V1 }];
