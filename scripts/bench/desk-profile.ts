@@ -17,11 +17,11 @@ const STAGES: [string, (f: CallFrame) => boolean][] = [
   ["receipt signing (canonical JSON, checks, Ed25519, envelope)", (f) => f.url.endsWith("core/desk/receipt-maker.ts")],
   ["upstream MCP client (SDK, zod, fetch)", (f) => /@modelcontextprotocol|\/zod\/|commands\/desk\/upstream\.ts/.test(f.url)],
   ["key lookup (sha256 + SELECT by lookup)", (f) => f.functionName === "validKey"],
-  ["ledger writes (group commit: statements, savepoints, COMMIT)", (f) => f.functionName === "flush" && f.url.endsWith("core/ledger/desk.ts")],
+  ["ledger writes (group commit: statements, savepoints, COMMIT)", (f) => f.functionName === "flush" && f.url.includes("adapters/sqlite/desk/")],
   ["argument validation (Ajv)", (f) => /\/ajv\//.test(f.url)],
   ["params / result hashes (RFC 8785 + sha256)", (f) => /^(paramsSha256|resultSha256|hashJson)$/.test(f.functionName)],
   ["body reading (readJson)", (f) => f.functionName.includes("readJson")],
-  ["clearing path, rest", (f) => f.url.endsWith("commands/desk/clearing.ts")],
+  ["clearing path, rest", (f) => f.url.endsWith("core/desk/clearing.ts")],
   ["HTTP handler, rest (routing, headers, Response.json)", (f) => f.url.endsWith("commands/desk/http.ts")],
   ["other JS of the desk", (f) => f.url.includes("/src/")],
 ];

@@ -5,14 +5,14 @@
 import { join, resolve } from "node:path";
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
-import { clear } from "../../src/commands/desk/clearing.ts";
-import { Desk } from "../../src/commands/desk/desk.ts";
+import { UpstreamClient } from "../../src/adapters/mcp-upstream/client.ts";
+import { mcpConnector } from "../../src/adapters/mcp-upstream/connector.ts";
+import { SqliteDeskLedger } from "../../src/adapters/sqlite/desk/ledger.ts";
 import { createHandler } from "../../src/commands/desk/http.ts";
-import { UpstreamClient } from "../../src/commands/desk/upstream.ts";
-import { importSealingKey } from "../../src/core/desk/seal.ts";
+import { Desk } from "../../src/core/desk/desk.ts";
 import { hourOf, periodOf } from "../../src/core/desk/period.ts";
+import { importSealingKey } from "../../src/core/desk/seal.ts";
 import { lookupOf, sha256 } from "../../src/core/desk/secrets.ts";
-import { DeskLedger } from "../../src/core/ledger/desk.ts";
 import { generateSigningKey, loadSigner, paramsSha256 } from "../../src/core/receipt/index.ts";
 
 const root = resolve(import.meta.dir, "../..");
@@ -49,8 +49,8 @@ async function stage(name: string, n: number, op: (i: number) => unknown, concur
 const upstream = Bun.spawn([process.execPath, join(root, "test/fixtures/upstream-server.ts")], { stdout: "pipe", stderr: "inherit" });
 const upstreamUrl = await firstLine(upstream.stdout as ReadableStream<Uint8Array>, /(http:\/\/\S+)\n/);
 const dir = mkdtempSync(join(tmpdir(), "desk-stages-"));
-const ledger = new DeskLedger(join(dir, "desk.db"), { backgroundCheckpointMs: 200 });
-const desk = await Desk.open({ ledger, signer: loadSigner(generateSigningKey().privatePem), sealingKey: await importSealingKey(new Uint8Array(32)) });
+const ledger = new SqliteDeskLedger(join(dir, "desk.db"), { backgroundCheckpointMs: 200 });
+const desk = await Desk.open({ ledger, connectors: { mcp: mcpConnector }, signer: loadSigner(generateSigningKey().privatePem), sealingKey: await importSealingKey(new Uint8Array(32)) });
 const handler = createHandler(desk, { adminTokenSha256: sha256(TOKEN) });
 const admin = async (method: string, path: string, body?: unknown) =>
   (await handler(new Request(`http://d${path}`, { method, headers: { authorization: `Bearer ${TOKEN}`, "content-type": "application/json" }, body: JSON.stringify(body) }))).json() as Promise<Record<string, unknown>>;
@@ -63,29 +63,28 @@ try {
   const args = { text: "a typical short argument for a paid tool" };
   const body = JSON.stringify(args);
   const N = 3000;
-  const key = desk.ledger.findKey(lookupOf(secrets[0]!)!, sha256(secrets[0]!))!;
-  const ctx = () => ({ key, tool: "fx__echo", priceMc: 1, upstreamCostMc: 0, paramsSha256: "0".repeat(64), now: Date.now(), hour: hourOf(Date.now()), period: periodOf("none", Date.now()) });
+  const keys = await Promise.all(secrets.map(async (s) => (await ledger.keys.find(lookupOf(s)!, sha256(s)))!));
+  const key = keys[0]!;
+  // Round-robin over the 100 keys: each key may have 20 calls in flight (the failure limit).
+  const ctx = (i: number) => ({ key: keys[i % 100]!, tool: "fx__echo", priceMc: 1, upstreamCostMc: 0, paramsSha256: "0".repeat(64), now: Date.now(), hour: hourOf(Date.now()), period: periodOf("none", Date.now()) });
   const tool = desk.tool("fx__echo")!;
 
-  await stage("sha256(secret) + findKey (SELECT by lookup)", N, (i) => desk.ledger.findKey(lookupOf(secrets[i % 100]!)!, sha256(secrets[i % 100]!)));
-  await stage("JSON.parse(allow) + JSON.parse(prices)", N, () => [JSON.parse(key.allow), JSON.parse(key.prices)]);
+  await stage("sha256(secret) + keys.find (SELECT by lookup, the row read as a key)", N, (i) => ledger.keys.find(lookupOf(secrets[i % 100]!)!, sha256(secrets[i % 100]!)));
   await stage("ajv check of the arguments", N, () => tool.check(args));
   await stage("paramsSha256 (canonical JSON + sha256)", N, () => paramsSha256(args));
-  await stage("receipt make (sign + sha256 + stringify)", N, () => desk.receiptMaker().make({ receiptId: "rcpt_0123456789abcdef", link: { seq: 2, prevSha256: "2".repeat(64) }, keyId: key.id, orgId: key.org_id, tool: "fx__echo", outcome: "charged", httpStatus: 200, priceMc: 1, amountMc: 1, upstreamCostMc: 0, remainingMc: 5, period: "none", paramsSha256: "0".repeat(64), resultSha256: "1".repeat(64), issuedAt: Date.now() }));
-  await stage("ledger.reserve + settle, unbatched (2 commits)", N, () => {
-    const r = desk.ledger.reserve(ctx(), desk.receiptMaker().make);
+  await stage("receipt make (sign + sha256 + stringify)", N, () => desk.receiptMaker().make({ receiptId: "rcpt_0123456789abcdef", link: { seq: 2, prevSha256: "2".repeat(64) }, keyId: key.id, orgId: key.orgId, tool: "fx__echo", outcome: "charged", httpStatus: 200, priceMc: 1, amountMc: 1, upstreamCostMc: 0, remainingMc: 5, period: "none", paramsSha256: "0".repeat(64), resultSha256: "1".repeat(64), issuedAt: Date.now() }));
+  const reserveAndSettle = async (i: number) => {
+    const r = await ledger.money.reserve(ctx(i), desk.receiptMaker().make);
     if (r.kind !== "reserved") throw new Error(r.kind);
-    return desk.ledger.settle(r.reservationId, "charged", 200, "1".repeat(64), Date.now(), hourOf(Date.now()), desk.receiptMaker().make);
-  });
-  await stage("ledger.reserve + settle, batched 64 concurrent", N, async () => {
-    const r = await desk.ledger.batched(() => desk.ledger.reserve(ctx(), desk.receiptMaker().make));
-    if (r.kind !== "reserved") throw new Error(r.kind);
-    return desk.ledger.batched(() => desk.ledger.settle(r.reservationId, "charged", 200, "1".repeat(64), Date.now(), hourOf(Date.now()), desk.receiptMaker().make));
-  }, 64);
-  const client = desk.client("fx")!;
+    return ledger.money.settle({ reservationId: r.reservationId, outcome: "charged", resultSha256: "1".repeat(64), now: Date.now() }, desk.receiptMaker().make);
+  };
+  await stage("money.reserve + settle, sequential (a commit each)", N, reserveAndSettle);
+  await stage("money.reserve + settle, 64 concurrent (group commits)", N, reserveAndSettle, 64);
+  const client = new UpstreamClient("fx", new URL(upstreamUrl), {}, 30_000);
   await stage("upstream client call, sequential", N, () => client.call("echo", args));
   await stage("upstream client call, 64 concurrent", N, () => client.call("echo", args), 64);
-  await stage("clear() whole (in-process, no HTTP), 64 concurrent", N, (i) => clear(desk, secrets[i % 100]!, "fx__echo", args), 64);
+  await client.close();
+  await stage("desk.clear() whole (in-process, no HTTP), 64 concurrent", N, (i) => desk.clear(secrets[i % 100]!, "fx__echo", args), 64);
   await stage("handler(Request) whole, 64 concurrent", N, async (i) => {
     const r = await handler(new Request("http://d/v1/tools/fx__echo", { method: "POST", headers: { authorization: `Bearer ${secrets[i % 100]}`, "content-type": "application/json" }, body }));
     await r.arrayBuffer();
@@ -119,8 +118,7 @@ try {
   for (const [name, us] of rows) console.log(`${us.toFixed(1).padStart(8)} µs  ${name}`);
 } finally {
   await desk.close();
-  await ledger.stopCheckpointer();
-  ledger.close();
+  await ledger.close();
   upstream.kill();
   await upstream.exited;
   rmSync(dir, { recursive: true, force: true });

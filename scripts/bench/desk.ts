@@ -12,7 +12,7 @@
 import { mkdtempSync, readdirSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
-import { UpstreamClient } from "../../src/commands/desk/upstream.ts";
+import { UpstreamClient } from "../../src/adapters/mcp-upstream/client.ts";
 
 const root = resolve(import.meta.dir, "../..");
 const SEQUENTIAL = Number(process.argv[process.argv.indexOf("--calls") + 1]) || 2000;

@@ -15,7 +15,7 @@ import { type } from "arktype";
 import fc from "fast-check";
 import { ERRORS, type ErrorCode, isErrorCode } from "../../src/core/errors.ts";
 import { isApprovalId } from "../../src/core/ids.ts";
-import { AskLedger } from "../../src/core/ledger/asks.ts";
+import { AskLedger } from "../../src/adapters/sqlite/asks.ts";
 import { CreatedAnswer, StatusAnswer } from "../../src/core/schema/approver-answer.ts";
 import { holdsCardNumber, validateAccountAsk, validatePayAsk } from "../../src/core/schema/ask.ts";
 import { approverFiles, writeLink } from "../../test/helpers/approver-link.ts";

@@ -12,7 +12,7 @@ import { join } from "node:path";
 import fc from "fast-check";
 import { isErrorCode } from "../../src/core/errors.ts";
 import { isApprovalId, isSafeRef } from "../../src/core/ids.ts";
-import { AskLedger } from "../../src/core/ledger/asks.ts";
+import { AskLedger } from "../../src/adapters/sqlite/asks.ts";
 import { containsCardNumber } from "../../src/core/money/card-net.ts";
 import { RFC3339_UTC } from "../../src/core/schema/approver-answer.ts";
 import { holdsCardNumber, validateAccountAsk, validatePayAsk } from "../../src/core/schema/ask.ts";

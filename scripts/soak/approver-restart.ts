@@ -11,7 +11,7 @@
 // is absent or stored whole; such a decision is absent or recorded whole (approved with a ref).
 import { join } from "node:path";
 import { mintApprovalId } from "../../src/core/ids.ts";
-import { AskLedger } from "../../src/core/ledger/asks.ts";
+import { AskLedger } from "../../src/adapters/sqlite/asks.ts";
 import { approverFiles, writeLink } from "../../test/helpers/approver-link.ts";
 import { type ApproverProcess, startApprover } from "../../test/helpers/approver-process.ts";
 import { tempDir } from "../../test/helpers/tmp.ts";

@@ -2,7 +2,7 @@
 // the approver runs as its own process, and the test types on its console as a person would.
 import { afterAll, beforeAll, describe, expect, setDefaultTimeout, test } from "bun:test";
 import { join } from "node:path";
-import { AskLedger } from "../../src/core/ledger/asks.ts";
+import { AskLedger } from "../../src/adapters/sqlite/asks.ts";
 import { approverFiles, type LinkPaths, writeLink } from "../helpers/approver-link.ts";
 import { type ApproverProcess, startApprover } from "../helpers/approver-process.ts";
 import { connectServeMcp, serveMcpEnv } from "../helpers/mcp-client.ts";

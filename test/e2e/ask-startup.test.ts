@@ -3,7 +3,7 @@
 import { afterAll, beforeAll, describe, expect, setDefaultTimeout, test } from "bun:test";
 import { existsSync, statSync } from "node:fs";
 import { join } from "node:path";
-import { AskLedger } from "../../src/core/ledger/asks.ts";
+import { AskLedger } from "../../src/adapters/sqlite/asks.ts";
 import { approverFiles, type LinkPaths, writeLink } from "../helpers/approver-link.ts";
 import { approverArgs, OutputWatch, startApprover } from "../helpers/approver-process.ts";
 import { BINARY, runBinary } from "../helpers/binary.ts";

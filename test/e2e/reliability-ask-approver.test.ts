@@ -4,7 +4,7 @@ import { afterAll, beforeAll, describe, expect, setDefaultTimeout, test } from "
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { connect, type TLSSocket } from "node:tls";
-import { pathOf } from "../../src/commands/approver/http.ts";
+import { pathOf } from "../../src/core/http/routes.ts";
 import { mintApprovalId } from "../../src/core/ids.ts";
 import { run, send, type Tls } from "../../scripts/fuzz/approver.ts";
 import { formatSummary } from "../../scripts/fuzz/common.ts";

@@ -7,7 +7,7 @@
 import { afterAll, beforeAll, describe, expect, setDefaultTimeout, test } from "bun:test";
 import { connect, createServer, type Server, type Socket } from "node:net";
 import { join } from "node:path";
-import { MAX_EXCHANGES_PER_UPSTREAM } from "../../src/commands/desk/upstream.ts";
+import { MAX_EXCHANGES_PER_UPSTREAM } from "../../src/core/upstream/slots.ts";
 import { type Envelope, openEnvelope, type Jwks } from "../../src/core/receipt/index.ts";
 import { runBinary } from "../helpers/binary.ts";
 import { adminJson, callTool, startDeskProcess } from "../helpers/desk-process.ts";

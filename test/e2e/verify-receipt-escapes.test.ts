@@ -8,7 +8,7 @@ import { Database } from "bun:sqlite";
 import { createPrivateKey, sign } from "node:crypto";
 import { chmodSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { DeskLedger } from "../../src/core/ledger/desk.ts";
+import { SqliteDeskLedger } from "../../src/adapters/sqlite/desk/ledger.ts";
 import {
   canonicalJson,
   chainLinkAfter,
@@ -142,7 +142,7 @@ describe("desk check prints ledger text only escaped", () => {
     await using dir = tempDir("desk-check-esc-");
     chmodSync(dir.path, 0o700);
     const db = join(dir.path, "desk.db");
-    new DeskLedger(db).close();
+    await new SqliteDeskLedger(db).close();
     const raw = new Database(db);
     raw.run("PRAGMA foreign_keys = OFF");
     raw.run("INSERT INTO spend (key_id, period, spent_mc) VALUES (?, ?, 5)", [HOSTILE, HOSTILE]);

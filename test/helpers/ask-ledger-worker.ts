@@ -2,7 +2,7 @@
 // cap and replay tests. Usage: bun ask-ledger-worker.ts PATH MAX_PENDING ID...
 // It prints "ready" once the ledger is open, waits for stdin to close (the start signal, so all
 // workers race together), then prints one JSON line: the outcome of each create.
-import { AskLedger } from "../../src/core/ledger/asks.ts";
+import { AskLedger } from "../../src/adapters/sqlite/asks.ts";
 import { PAY_FIELDS } from "./sample-asks.ts";
 
 const [path, maxPending, ...ids] = process.argv.slice(2);

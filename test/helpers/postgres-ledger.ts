@@ -5,7 +5,7 @@ import { openPool, parseDatabaseUrl } from "../../src/adapters/postgres/connecti
 import { migrate } from "../../src/adapters/postgres/migrate.ts";
 import { receiptMakerFor } from "../../src/core/desk/receipt-maker.ts";
 import type { Reset } from "../../src/core/desk/period.ts";
-import type { ReceiptMaker } from "../../src/core/ledger/desk.ts";
+import type { ReceiptMaker } from "../../src/core/desk/ports.ts";
 import { type Envelope, generateSigningKey, type Jwks, jwksOf, loadSigner } from "../../src/core/receipt/index.ts";
 import type { PostgresServer } from "./postgres.ts";
 

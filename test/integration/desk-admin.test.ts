@@ -74,12 +74,12 @@ describe("operator API", () => {
     const listed = await (await t.admin("GET", `/admin/keys?org_id=${k.orgId}`)).text();
     expect(listed).not.toContain(k.secret);
     expect(listed).not.toContain(k.secret.slice(20));
-    const row = t.ledger.db.query("SELECT secret_sha256 FROM keys WHERE id = ?").get(k.keyId) as { secret_sha256: Uint8Array };
+    const row = t.ledger.testOnlyDatabase().query("SELECT secret_sha256 FROM keys WHERE id = ?").get(k.keyId) as { secret_sha256: Uint8Array };
     expect(Buffer.from(row.secret_sha256).toString("hex")).toBe(new Bun.CryptoHasher("sha256").update(k.secret).digest("hex"));
     // Nowhere in clear on disk either, before or after a rotation: only the 12-character lookup
     // prefix is stored, so what follows it (the secret part) must be in no file of the data dir.
     const rotated = (await (await t.admin("POST", `/admin/keys/${k.keyId}/rotate`)).json()) as { secret: string };
-    t.ledger.db.run("PRAGMA wal_checkpoint(FULL)");
+    t.ledger.testOnlyDatabase().run("PRAGMA wal_checkpoint(FULL)");
     for (const secret of [k.secret, rotated.secret]) {
       const needle = Buffer.from(secret.slice("cd_live_".length + 12));
       for (const file of readdirSync(t.dir)) expect(`${file}: ${readFileSync(join(t.dir, file)).includes(needle)}`).toBe(`${file}: false`);
@@ -167,8 +167,8 @@ describe("operator API", () => {
     expect(jwks.keys.every((x) => !("d" in x))).toBe(true);
     expect(verifyResponse(before, jwks, { text: "old" }).every((c) => c.ok)).toBe(true);
     expect(verifyResponse(after, jwks, { text: "new" }).every((c) => c.ok)).toBe(true);
-    const { checkLedger } = await import("../../src/commands/desk/check.ts");
-    expect(checkLedger(t.ledger).problems).toEqual([]);
+    const { checkLedger } = await import("../../src/core/desk/check.ts");
+    expect((await checkLedger(t.ledger)).problems).toEqual([]);
   });
 
   test("request shape: JSON only, a size limit, and x-clearing headers on every /v1/tools answer", async () => {
@@ -199,7 +199,7 @@ describe("operator API", () => {
     );
     expect([noName.status, await noName.json(), noName.headers.get("x-clearing-outcome")]).toEqual([404, { error: "TOOL_UNKNOWN" }, "refused_tool_unknown"]);
     expect(await (await t.admin("GET", "/admin/keys/%E0%A4%A")).json()).toEqual({ error: "NOT_FOUND" });
-    expect(t.ledger.getKey(k.keyId)!.spent_mc).toBe(0);
+    expect((await t.ledger.keys.get(k.keyId))!.spentMc).toBe(0);
   });
 
   test("upstreams: names are checked, duplicates refused, an unreachable one is not stored", async () => {
@@ -213,7 +213,7 @@ describe("operator API", () => {
       [{ name: "down", url: "http://127.0.0.1:9/mcp" }, { error: "UPSTREAM_UNREACHABLE" }],
     ] as const;
     for (const [body, answer] of bad) expect(await (await t.admin("POST", "/admin/upstreams", body)).json()).toEqual(answer);
-    expect(t.ledger.getUpstream("down")).toBeNull();
+    expect(await t.ledger.catalog.upstream("down")).toBeNull();
     const refreshed = await t.admin("POST", "/admin/upstreams/fx/refresh");
     expect(refreshed.status).toBe(200);
     const refreshedTools = ((await refreshed.json()) as { tools: string[] }).tools;
@@ -251,14 +251,14 @@ describe("sealed upstream credentials", () => {
 
     for (const text of responses) expect(text).not.toContain(SECRET);
     for (const line of t.logs) expect(line).not.toContain(SECRET);
-    t.ledger.db.run("PRAGMA wal_checkpoint(FULL)");
+    t.ledger.testOnlyDatabase().run("PRAGMA wal_checkpoint(FULL)");
     const needle = Buffer.from(SECRET);
     for (const file of readdirSync(t.dir)) {
       expect(`${file}: ${readFileSync(join(t.dir, file)).includes(needle)}`).toBe(`${file}: false`);
     }
-    const row = t.ledger.getUpstream("paid")!;
-    expect(row.sealed_headers).not.toBeNull();
-    expect(row.header_names).toBe('["x-api-key"]');
+    const row = (await t.ledger.catalog.upstream("paid"))!;
+    expect(row.sealedHeaders).not.toBeNull();
+    expect(row.headerNames).toEqual(["x-api-key"]);
   });
 
   test("a sealed blob moved onto another upstream's row does not open", async () => {

@@ -41,16 +41,16 @@ describe("PATCH budget_mc across a reset", () => {
       const lowered = await patch(k.keyId, { budget_mc: 1000 });
       expect(lowered.status).toBe(200);
       expect(lowered.body).toMatchObject({ budget_mc: 1000, spent_mc: 0, remaining_mc: 1000, period: newPeriod });
-      expect(t.ledger.getKey(k.keyId)).toMatchObject({ period: newPeriod, spent_mc: 0, budget_mc: 1000 });
+      expect(await t.ledger.keys.get(k.keyId)).toMatchObject({ period: newPeriod, spentMc: 0, budgetMc: 1000 });
       // The old period's spend is kept where refunds and desk check find it.
-      expect(t.ledger.db.query("SELECT period, spent_mc FROM spend WHERE key_id = ? ORDER BY period").all(k.keyId)).toEqual([{ period: oldPeriod, spent_mc: 3000 }]);
+      expect(t.ledger.testOnlyDatabase().query("SELECT period, spent_mc FROM spend WHERE key_id = ? ORDER BY period").all(k.keyId)).toEqual([{ period: oldPeriod, spent_mc: 3000 }]);
 
       expect((await t.call(k.secret, "fx__echo", { text: "today" })).status).toBe(200);
       expect((await t.call(k.secret, "fx__echo", { text: "over" })).status).toBe(402);
       // Now this period has spent 1,000: a budget below that is refused, at it is fine.
       expect(await patch(k.keyId, { budget_mc: 999 })).toEqual({ status: 400, body: { error: "VALUE_INVALID", field: "budget_mc" } });
       expect((await patch(k.keyId, { budget_mc: 1000 })).status).toBe(200);
-      expect(t.ledger.checkMoney()).toEqual([]);
+      expect(await t.ledger.check.money()).toEqual([]);
     });
   }
 
@@ -64,9 +64,9 @@ describe("PATCH budget_mc across a reset", () => {
     fx.release();
     expect((await hung).status).toBe(200);
     // Charged to the period it was reserved in; the new one is untouched.
-    expect(t.ledger.getKey(k.keyId)).toMatchObject({ period: "2026-12-01", spent_mc: 0, budget_mc: 500 });
-    expect(t.ledger.db.query("SELECT period, spent_mc FROM spend WHERE key_id = ?").all(k.keyId)).toEqual([{ period: "2026-11-30", spent_mc: 1000 }]);
-    expect(t.ledger.checkMoney()).toEqual([]);
+    expect(await t.ledger.keys.get(k.keyId)).toMatchObject({ period: "2026-12-01", spentMc: 0, budgetMc: 500 });
+    expect(t.ledger.testOnlyDatabase().query("SELECT period, spent_mc FROM spend WHERE key_id = ?").all(k.keyId)).toEqual([{ period: "2026-11-30", spent_mc: 1000 }]);
+    expect(await t.ledger.check.money()).toEqual([]);
   });
 
   test("a clock behind the key's period changes nothing about its spend", async () => {
@@ -75,6 +75,6 @@ describe("PATCH budget_mc across a reset", () => {
     expect((await t.call(k.secret, "fx__echo", { text: "1" })).status).toBe(200);
     clock.set("2026-11-30T10:00:00.000Z");
     expect(await patch(k.keyId, { budget_mc: 999 })).toEqual({ status: 400, body: { error: "VALUE_INVALID", field: "budget_mc" } });
-    expect(t.ledger.getKey(k.keyId)).toMatchObject({ period: "2026-12-01", spent_mc: 1000 });
+    expect(await t.ledger.keys.get(k.keyId)).toMatchObject({ period: "2026-12-01", spentMc: 1000 });
   });
 });

@@ -33,8 +33,8 @@ function headersOf(r: Response) {
   };
 }
 
-const spent = (keyId: string) => t.ledger.getKey(keyId)!.spent_mc;
-const auditOf = (keyId: string) => t.ledger.listAudit({ orgId: null, keyId, sinceMs: null, limit: 100 });
+const spent = async (keyId: string) => (await t.ledger.keys.get(keyId))!.spentMc;
+const auditOf = (keyId: string) => t.ledger.records.audit({ orgId: null, keyId, sinceMs: null, limit: 100 });
 
 async function expectNoUpstreamCall<T>(fn: () => Promise<T>): Promise<T> {
   const before = fx.totalCalls();
@@ -57,7 +57,7 @@ describe("clearing path over REST", () => {
         expect(headersOf(r)).toEqual({ outcome: "refused_key_invalid", price: "0", remaining: "0", receipt: null });
       }
     });
-    expect(spent(k.keyId)).toBe(0);
+    expect(await spent(k.keyId)).toBe(0);
   });
 
   test("step 7: success charges the price and returns the result with a receipt that verifies", async () => {
@@ -86,9 +86,9 @@ describe("clearing path over REST", () => {
     });
     expect(verifyResponse(body, jwks, args).every((c) => c.ok)).toBe(true);
     expect(fx.calls.get("echo")).toBe(before + 1);
-    expect(spent(k.keyId)).toBe(1000);
-    expect(auditOf(k.keyId)).toEqual([
-      expect.objectContaining({ outcome: "charged", http_status: 200, price_mc: 1000, upstream_cost_mc: 400, margin_mc: 600, receipt_id: body.receipt.receipt.id }),
+    expect(await spent(k.keyId)).toBe(1000);
+    expect(await auditOf(k.keyId)).toEqual([
+      expect.objectContaining({ outcome: "charged", httpStatus: 200, priceMc: 1000, upstreamCostMc: 400, marginMc: 600, receiptId: body.receipt.receipt.id }),
     ]);
   });
 
@@ -98,8 +98,8 @@ describe("clearing path over REST", () => {
     expect(r.status).toBe(404);
     expect(await r.json()).toEqual({ error: "TOOL_UNKNOWN" });
     expect(headersOf(r)).toEqual({ outcome: "refused_tool_unknown", price: "0", remaining: "5000", receipt: null });
-    expect(spent(k.keyId)).toBe(0);
-    expect(auditOf(k.keyId).map((a) => a.outcome)).toEqual(["refused_tool_unknown"]);
+    expect(await spent(k.keyId)).toBe(0);
+    expect((await auditOf(k.keyId)).map((a) => a.outcome)).toEqual(["refused_tool_unknown"]);
   });
 
   test("step 3: arguments that break the schema get 400 with paths and rules, never the values", async () => {
@@ -122,7 +122,7 @@ describe("clearing path over REST", () => {
     expect(await missing.json()).toEqual({ error: "ARGS_INVALID", problems: [{ path: "/text", rule: "required" }] });
     const notObject = await expectNoUpstreamCall(() => t.call(k.secret, "fx__echo", ["text"]));
     expect(await notObject.json()).toEqual({ error: "ARGS_INVALID", problems: [{ path: "/", rule: "type" }] });
-    expect(spent(k.keyId)).toBe(0);
+    expect(await spent(k.keyId)).toBe(0);
   });
 
   test("step 3: arguments with no RFC 8785 form get 400 canonical_json at a JSON Pointer that never holds the offending key", async () => {
@@ -134,7 +134,7 @@ describe("clearing path over REST", () => {
     const text = await loneKey.text();
     expect(text).not.toContain("DO-NOT-ECHO");
     expect([loneKey.status, JSON.parse(text)]).toEqual([400, { error: "ARGS_INVALID", problems: [{ path: "/nested", rule: "canonical_json" }] }]);
-    expect(spent(k.keyId)).toBe(0);
+    expect(await spent(k.keyId)).toBe(0);
   });
 
   test("step 4: a tool off the allowlist gets 403 with a signed receipt and no upstream call", async () => {
@@ -146,7 +146,7 @@ describe("clearing path over REST", () => {
     expect(body.receipt.receipt).toMatchObject({ outcome: "refused_not_allowed", http_status: 403, price_mc: 1000, amount_mc: 0, result_sha256: null, remaining_mc: 5000 });
     expect(headersOf(r)).toEqual({ outcome: "refused_not_allowed", price: "1000", remaining: "5000", receipt: body.receipt.receipt.id as string });
     expect(verifyResponse(body, jwks, { a: 1, b: 2 }).every((c) => c.ok)).toBe(true);
-    expect(spent(k.keyId)).toBe(0);
+    expect(await spent(k.keyId)).toBe(0);
   });
 
   test("step 5: no room in the budget gets 402 with a signed receipt and no upstream call", async () => {
@@ -158,7 +158,7 @@ describe("clearing path over REST", () => {
     expect(body.error).toBe("BUDGET_EXHAUSTED");
     expect(body.receipt.receipt).toMatchObject({ outcome: "refused_budget", http_status: 402, amount_mc: 0, remaining_mc: 500, seq: 2 });
     expect(headersOf(r)).toMatchObject({ outcome: "refused_budget", price: "1000", remaining: "500" });
-    expect(spent(k.keyId)).toBe(1000);
+    expect(await spent(k.keyId)).toBe(1000);
   });
 
   test("a per-key price overrides the tool's default price", async () => {
@@ -188,8 +188,8 @@ describe("clearing path over REST", () => {
       expect(headersOf(r)).toEqual({ outcome: c.outcome, price: "1000", remaining: "5000", receipt: body.receipt.receipt.id as string });
       expect(verifyResponse(body, jwks, c.args).every((x) => x.ok)).toBe(true);
       expect(fx.calls.get(c.upstream)).toBe(before + 1);
-      expect(spent(k.keyId)).toBe(0);
-      expect(t.ledger.checkMoney()).toEqual([]);
+      expect(await spent(k.keyId)).toBe(0);
+      expect(await t.ledger.check.money()).toEqual([]);
     });
   }
 
@@ -204,12 +204,12 @@ describe("clearing path over REST", () => {
     expect(r.status).toBe(502);
     expect(await r.json()).toMatchObject({ error: "UPSTREAM_ERROR" });
     expect(headersOf(r)).toMatchObject({ outcome: "refunded_upstream_error", price: "1000", remaining: "4000" });
-    expect(spent(k.keyId)).toBe(1000);
+    expect(await spent(k.keyId)).toBe(1000);
     await using again = startUpstreamFixture({ port: first.port });
     const back = await t.call(k.secret, "gone__echo", { text: "3" });
     expect(back.status).toBe(200);
     expect(again.calls.get("echo")).toBe(1);
-    expect(spent(k.keyId)).toBe(2000);
+    expect(await spent(k.keyId)).toBe(2000);
   });
 
   test("one call's upstream failure does not disturb the calls in flight beside it", async () => {
@@ -219,8 +219,8 @@ describe("clearing path over REST", () => {
     );
     const statuses = (await Promise.all(calls)).map((r) => r.status);
     expect(statuses).toEqual(Array.from({ length: 16 }, (_, i) => (i % 4 < 2 ? 502 : 200)));
-    expect(spent(k.keyId)).toBe(8 * 1000);
-    expect(t.ledger.checkMoney()).toEqual([]);
+    expect(await spent(k.keyId)).toBe(8 * 1000);
+    expect(await t.ledger.check.money()).toEqual([]);
   });
 
   test("step 2: after 20 failed calls in one UTC hour the key gets 429 until the hour ends", async () => {
@@ -258,8 +258,8 @@ describe("clearing path over REST", () => {
       [5, "refused_budget"],
     ]);
     expect(verifyChain(lines)).toEqual({ keys: expect.any(Number), failures: [] });
-    const { checkLedger } = await import("../../src/commands/desk/check.ts");
-    expect(checkLedger(t.ledger).problems).toEqual([]);
+    const { checkLedger } = await import("../../src/core/desk/check.ts");
+    expect((await checkLedger(t.ledger)).problems).toEqual([]);
   });
 
   test("a reservation abandoned past the timeout is refunded by the sweep with a signed receipt", async () => {
@@ -267,22 +267,22 @@ describe("clearing path over REST", () => {
     const hangingBefore = fx.hanging();
     const pending = t.call(k.secret, "fx__hang", {});
     await fx.whenHanging(hangingBefore + 1);
-    expect(spent(k.keyId)).toBe(1000);
+    expect(await spent(k.keyId)).toBe(1000);
     clock.advance(60_000);
-    expect(t.desk.sweepStale()).toBe(1);
+    expect(await t.desk.sweepStale()).toBe(1);
     clock.advance(-60_000);
-    expect(spent(k.keyId)).toBe(0);
+    expect(await spent(k.keyId)).toBe(0);
     const r = await pending;
     expect(r.status).toBe(504);
     const body = (await r.json()) as { receipt: { receipt: Record<string, unknown> } };
     expect(body.receipt.receipt).toMatchObject({ outcome: "refunded_abandoned", amount_mc: 0, key_id: k.keyId });
-    expect(t.ledger.checkMoney()).toEqual([]);
+    expect(await t.ledger.check.money()).toEqual([]);
   });
 
   test("a fault of the desk's own (the ledger refusing the reservation) is 500 INTERNAL with the clearing headers, nothing more, and nothing moves", async () => {
     const k = await t.makeKey({ budget_mc: 5000, reset: "none", allow: ALLOW });
     const CAUSE = "ledger-fault-7c1e: disk on fire";
-    t.ledger.db.run(`CREATE TRIGGER planted_fault BEFORE INSERT ON reservations BEGIN SELECT RAISE(ABORT, '${CAUSE}'); END`);
+    t.ledger.testOnlyDatabase().run(`CREATE TRIGGER planted_fault BEFORE INSERT ON reservations BEGIN SELECT RAISE(ABORT, '${CAUSE}'); END`);
     try {
       const r = await expectNoUpstreamCall(() => t.call(k.secret, "fx__echo", { text: "x" }));
       // The cause goes to the desk's log only: the agent gets the code and the headers.
@@ -290,11 +290,11 @@ describe("clearing path over REST", () => {
       expect(headersOf(r)).toEqual({ outcome: "internal_error", price: "0", remaining: "0", receipt: null });
       expect(t.logs.some((l) => l.includes(CAUSE))).toBe(true);
     } finally {
-      t.ledger.db.run("DROP TRIGGER planted_fault");
+      t.ledger.testOnlyDatabase().run("DROP TRIGGER planted_fault");
     }
     // The conditional UPDATE rolled back with the failed insert: the budget is whole.
-    expect(spent(k.keyId)).toBe(0);
-    expect(t.ledger.checkMoney()).toEqual([]);
+    expect(await spent(k.keyId)).toBe(0);
+    expect(await t.ledger.check.money()).toEqual([]);
     expect((await t.call(k.secret, "fx__echo", { text: "after" })).status).toBe(200);
   });
 });

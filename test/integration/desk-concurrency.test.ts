@@ -37,8 +37,8 @@ describe("concurrent clearings", () => {
     const rs = await Promise.all(Array.from({ length: 20 }, (_, i) => t.call(k.secret, "fx__echo", { text: String(i) })));
     expect(count(rs.map((r) => r.status))).toEqual({ 200: 1, 402: 19 });
     expect(fx.calls.get("echo")).toBe(before + 1);
-    expect(t.ledger.getKey(k.keyId)!.spent_mc).toBe(1000);
-    expect(t.ledger.checkMoney()).toEqual([]);
+    expect((await t.ledger.keys.get(k.keyId))!.spentMc).toBe(1000);
+    expect(await t.ledger.check.money()).toEqual([]);
   });
 
   test("10,000 calls, 200 at a time, on a budget for exactly 137: exactly 137 charged", async () => {
@@ -57,10 +57,10 @@ describe("concurrent clearings", () => {
     await Promise.all(Array.from({ length: 200 }, worker));
     expect(refusedOr(statuses)).toEqual({ 200: 137, refused: 9863, other: 0 });
     expect(fx.calls.get("echo")).toBe(before + 137);
-    expect(t.ledger.getKey(k.keyId)!.spent_mc).toBe(137_000);
-    const charged = t.ledger.db.query("SELECT count(*) AS n, sum(amount_mc) AS mc FROM receipts WHERE key_id = ? AND outcome = 'charged'").get(k.keyId);
+    expect((await t.ledger.keys.get(k.keyId))!.spentMc).toBe(137_000);
+    const charged = t.ledger.testOnlyDatabase().query("SELECT count(*) AS n, sum(amount_mc) AS mc FROM receipts WHERE key_id = ? AND outcome = 'charged'").get(k.keyId);
     expect(charged).toEqual({ n: 137, mc: 137_000 });
-    expect(t.ledger.checkMoney()).toEqual([]);
+    expect(await t.ledger.check.money()).toEqual([]);
   }, 60_000);
 
   for (const [reset, before, after] of [
@@ -74,7 +74,7 @@ describe("concurrent clearings", () => {
       expect(refusedOr((await burst()).map((r) => r.status))).toEqual({ 200: 3, refused: 27, other: 0 });
       clock.set(after);
       expect(refusedOr((await burst()).map((r) => r.status))).toEqual({ 200: 3, refused: 27, other: 0 });
-      const perPeriod = t.ledger.db.query("SELECT period, spent_mc FROM spend WHERE key_id = ? ORDER BY period").all(k.keyId);
+      const perPeriod = t.ledger.testOnlyDatabase().query("SELECT period, spent_mc FROM spend WHERE key_id = ? ORDER BY period").all(k.keyId);
       expect(perPeriod).toEqual(
         reset === "daily"
           ? [
@@ -86,7 +86,7 @@ describe("concurrent clearings", () => {
               { period: "2026-12", spent_mc: 3000 },
             ],
       );
-      expect(t.ledger.checkMoney()).toEqual([]);
+      expect(await t.ledger.check.money()).toEqual([]);
       clock.set("2026-11-30T12:00:00.000Z");
     });
 
@@ -97,11 +97,11 @@ describe("concurrent clearings", () => {
       clock.set(after);
       const late = Array.from({ length: 30 }, (_, i) => t.call(k.secret, "fx__echo", { text: String(i) }));
       const statuses = (await Promise.all([...early, ...late])).map((r) => r.status);
-      const perPeriod = t.ledger.db.query("SELECT period, spent_mc FROM spend WHERE key_id = ? ORDER BY period").all(k.keyId) as { spent_mc: number }[];
+      const perPeriod = t.ledger.testOnlyDatabase().query("SELECT period, spent_mc FROM spend WHERE key_id = ? ORDER BY period").all(k.keyId) as { spent_mc: number }[];
       for (const p of perPeriod) expect(p.spent_mc).toBeLessThanOrEqual(3000);
       expect(perPeriod.at(-1)!.spent_mc).toBe(3000);
       expect(count(statuses)[200]).toBe(perPeriod.reduce((n, p) => n + p.spent_mc, 0) / 1000);
-      expect(t.ledger.checkMoney()).toEqual([]);
+      expect(await t.ledger.check.money()).toEqual([]);
       clock.set("2026-11-30T12:00:00.000Z");
     });
   }

@@ -48,7 +48,7 @@ describe("console routes", () => {
   test("the console's code has no HTML sink and keeps the token out of cookies and localStorage", () => {
     // Values from upstreams and agents reach the page; any API that parses a string as HTML
     // (or script) would let one of them run. The token belongs in sessionStorage only.
-    const dir = join(import.meta.dir, "../../src/commands/desk/console");
+    const dir = join(import.meta.dir, "../../src/web/console");
     const files = readdirSync(dir).filter((f) => f.endsWith(".ts") || f.endsWith(".html"));
     expect(files.length).toBeGreaterThan(5);
     const sinks = /\.(innerHTML|outerHTML|insertAdjacentHTML)\b|document\.write|\beval\(|new Function\(|setAttribute\(\s*["']on|\blocalStorage\.|document\.cookie|createContextualFragment|DOMParser/;

@@ -2,11 +2,12 @@
 // temp dir), a real signer and sealing key, and the same fetch handler the binary serves.
 import { expect } from "bun:test";
 import { join } from "node:path";
-import { Desk } from "../../src/commands/desk/desk.ts";
+import { Desk } from "../../src/core/desk/desk.ts";
 import { createHandler, type Handler } from "../../src/commands/desk/http.ts";
 import { importSealingKey } from "../../src/core/desk/seal.ts";
 import { sha256 } from "../../src/core/desk/secrets.ts";
-import { DeskLedger } from "../../src/core/ledger/desk.ts";
+import { SqliteDeskLedger } from "../../src/adapters/sqlite/desk/ledger.ts";
+import { mcpConnector } from "../../src/adapters/mcp-upstream/connector.ts";
 import { generateSigningKey, loadSigner } from "../../src/core/receipt/index.ts";
 import { tempDir } from "../helpers/tmp.ts";
 
@@ -28,7 +29,7 @@ export function manualClock(startIso: string): { now: () => number; set(iso: str
 
 export type TestDesk = {
   desk: Desk;
-  ledger: DeskLedger;
+  ledger: SqliteDeskLedger;
   handler: Handler;
   dbPath: string;
   dir: string;
@@ -42,10 +43,11 @@ export type TestDesk = {
 export async function makeDesk(options: { now?: () => number; upstreamTimeoutMs?: number } = {}): Promise<TestDesk> {
   const tmp = tempDir("desk-int-");
   const dbPath = join(tmp.path, "desk.db");
-  const ledger = new DeskLedger(dbPath, { backgroundCheckpointMs: 200 });
+  const ledger = new SqliteDeskLedger(dbPath, { backgroundCheckpointMs: 200 });
   const logs: string[] = [];
   const desk = await Desk.open({
     ledger,
+    connectors: { mcp: mcpConnector },
     signer: loadSigner(generateSigningKey().privatePem),
     sealingKey: await importSealingKey(crypto.getRandomValues(new Uint8Array(32))),
     now: options.now,
@@ -89,8 +91,7 @@ export async function makeDesk(options: { now?: () => number; upstreamTimeoutMs?
     makeKey,
     async [Symbol.asyncDispose]() {
       await desk.close();
-      await ledger.stopCheckpointer();
-      ledger.close();
+      await ledger.close();
       tmp[Symbol.dispose]();
     },
   };

@@ -7,11 +7,13 @@ import { join } from "node:path";
 import { Database } from "bun:sqlite";
 import { hourOf, periodOf, type Reset } from "../../src/core/desk/period.ts";
 import { newKeySecret } from "../../src/core/desk/secrets.ts";
-import { schemaVersion } from "../../src/core/ledger/database.ts";
-import { type CallContext, DeskLedger } from "../../src/core/ledger/desk.ts";
-import { DESK_MIGRATIONS } from "../../src/core/ledger/desk-migrations.ts";
+import { schemaVersion } from "../../src/adapters/sqlite/database.ts";
+import { SqliteDeskLedger } from "../../src/adapters/sqlite/desk/ledger.ts";
+import { mcpConnector } from "../../src/adapters/mcp-upstream/connector.ts";
+import type { CallContext } from "../../src/core/desk/ports.ts";
+import { DESK_MIGRATIONS } from "../../src/adapters/sqlite/desk/migrations.ts";
 import { generateSigningKey, loadSigner } from "../../src/core/receipt/index.ts";
-import { Desk } from "../../src/commands/desk/desk.ts";
+import { Desk } from "../../src/core/desk/desk.ts";
 import { importSealingKey } from "../../src/core/desk/seal.ts";
 import { tempDir } from "../helpers/tmp.ts";
 
@@ -20,21 +22,21 @@ const PEM = generateSigningKey().privatePem;
 async function setup(now: () => number) {
   const tmp = tempDir("desk-ledger-");
   const dbPath = join(tmp.path, "desk.db");
-  const ledger = new DeskLedger(dbPath);
-  const desk = await Desk.open({ ledger, signer: loadSigner(PEM), sealingKey: await importSealingKey(new Uint8Array(32)), now });
-  ledger.createOrg("org_a", "a", now());
+  const ledger = new SqliteDeskLedger(dbPath);
+  const desk = await Desk.open({ ledger, connectors: { mcp: mcpConnector }, signer: loadSigner(PEM), sealingKey: await importSealingKey(new Uint8Array(32)), now });
+  await ledger.orgs.create({ id: "org_a", name: "a", createdAt: now() });
   const addKey = (id: string, budget: number, reset: Reset) => {
     const s = newKeySecret();
-    ledger.createKey({ id, orgId: "org_a", name: id, lookup: s.lookup, secretSha256: s.hash, budgetMc: budget, reset, period: periodOf(reset, now()), allow: [], prices: {}, expiresAt: null, now: now() });
+    return ledger.keys.create({ id, orgId: "org_a", name: id, lookup: s.lookup, secretSha256: s.hash, budgetMc: budget, reset, period: periodOf(reset, now()), allow: [], prices: {}, expiresAt: null, now: now() });
   };
-  const ctx = (keyId: string, price: number): CallContext => {
-    const key = ledger.getKey(keyId)!;
+  const ctx = async (keyId: string, price: number): Promise<CallContext> => {
+    const key = (await ledger.keys.get(keyId))!;
     const t = now();
     return { key, tool: "fx__echo", priceMc: price, upstreamCostMc: 10, paramsSha256: "a".repeat(64), now: t, hour: hourOf(t), period: periodOf(key.reset, t) };
   };
-  const reserve = (keyId: string, price: number) => desk.ledger.reserve(ctx(keyId, price), desk.receiptMaker().make);
+  const reserve = async (keyId: string, price: number) => ledger.money.reserve(await ctx(keyId, price), desk.receiptMaker().make);
   const settle = (id: number, outcome: "charged" | "refunded_upstream_error") =>
-    desk.ledger.settle(id, outcome, outcome === "charged" ? 200 : 502, outcome === "charged" ? "b".repeat(64) : null, now(), hourOf(now()), desk.receiptMaker().make);
+    ledger.money.settle({ reservationId: id, outcome, resultSha256: outcome === "charged" ? "b".repeat(64) : null, now: now() }, desk.receiptMaker().make);
   return {
     tmp,
     dbPath,
@@ -45,7 +47,7 @@ async function setup(now: () => number) {
     settle,
     async [Symbol.asyncDispose]() {
       await desk.close();
-      ledger.close();
+      await ledger.close();
       tmp[Symbol.dispose]();
     },
   };
@@ -54,18 +56,18 @@ async function setup(now: () => number) {
 describe("desk ledger", () => {
   test("opens at the newest migration with WAL", async () => {
     await using s = await setup(() => Date.parse("2026-11-30T10:00:00Z"));
-    expect(schemaVersion(s.ledger.db)).toBe(DESK_MIGRATIONS.length);
-    expect(s.ledger.db.query("PRAGMA journal_mode").get()).toEqual({ journal_mode: "wal" });
-    expect(s.ledger.db.query("PRAGMA synchronous").get()).toEqual({ synchronous: 1 }); // NORMAL
+    expect(schemaVersion(s.ledger.testOnlyDatabase())).toBe(DESK_MIGRATIONS.length);
+    expect(s.ledger.testOnlyDatabase().query("PRAGMA journal_mode").get()).toEqual({ journal_mode: "wal" });
+    expect(s.ledger.testOnlyDatabase().query("PRAGMA synchronous").get()).toEqual({ synchronous: 1 }); // NORMAL
   });
 
   test("receipts and the audit log refuse UPDATE and DELETE, even as raw SQL", async () => {
     let t = Date.parse("2026-11-30T10:00:00Z");
     await using s = await setup(() => t);
-    s.addKey("key_a", 1000, "none");
-    const r = s.reserve("key_a", 100);
+    await s.addKey("key_a", 1000, "none");
+    const r = await s.reserve("key_a", 100);
     if (r.kind !== "reserved") throw new Error("expected a reservation");
-    s.settle(r.reservationId, "charged");
+    await s.settle(r.reservationId, "charged");
     t += 1;
     const raw = new Database(s.dbPath);
     try {
@@ -81,41 +83,41 @@ describe("desk ledger", () => {
     } finally {
       raw.close();
     }
-    expect(s.ledger.checkMoney()).toEqual([]);
+    expect(await s.ledger.check.money()).toEqual([]);
   });
 
   test("desk check: a receipt row that differs from what was signed is named, whichever column (its org decides who may read it)", async () => {
-    const { checkLedger } = await import("../../src/commands/desk/check.ts");
+    const { checkLedger } = await import("../../src/core/desk/check.ts");
     await using s = await setup(() => Date.parse("2026-11-30T10:00:00Z"));
-    s.addKey("key_a", 1000, "none");
-    const r = s.reserve("key_a", 100);
+    await s.addKey("key_a", 1000, "none");
+    const r = await s.reserve("key_a", 100);
     if (r.kind !== "reserved") throw new Error("expected a reservation");
-    s.settle(r.reservationId, "charged");
-    expect(checkLedger(s.ledger).problems).toEqual([]);
+    await s.settle(r.reservationId, "charged");
+    expect((await checkLedger(s.ledger)).problems).toEqual([]);
     // Someone with the file and the SQL to drop the trigger first.
-    s.ledger.db.run("DROP TRIGGER receipts_no_update");
+    s.ledger.testOnlyDatabase().run("DROP TRIGGER receipts_no_update");
     for (const [column, value] of [["org_id", "'org_other'"], ["tool", "'fx__other'"], ["issued_at", "issued_at + 1"], ["kid", "'another-kid'"], ["sha256", `'${"0".repeat(64)}'`], ["amount_mc", "0"]] as const) {
-      s.ledger.db.run("SAVEPOINT tamper");
-      s.ledger.db.run(`UPDATE receipts SET ${column} = ${value}`);
-      expect(`${column}: ${checkLedger(s.ledger).problems.some((p) => p.includes("the ledger row differs from the signed receipt"))}`).toBe(`${column}: true`);
-      s.ledger.db.run("ROLLBACK TO tamper");
-      s.ledger.db.run("RELEASE tamper");
+      s.ledger.testOnlyDatabase().run("SAVEPOINT tamper");
+      s.ledger.testOnlyDatabase().run(`UPDATE receipts SET ${column} = ${value}`);
+      expect(`${column}: ${(await checkLedger(s.ledger)).problems.some((p) => p.includes("the ledger row differs from the signed receipt"))}`).toBe(`${column}: true`);
+      s.ledger.testOnlyDatabase().run("ROLLBACK TO tamper");
+      s.ledger.testOnlyDatabase().run("RELEASE tamper");
     }
   });
 
   test("the reservation is conditional: room for one price, then a 402 receipt", async () => {
     await using s = await setup(() => Date.parse("2026-11-30T10:00:00Z"));
-    s.addKey("key_a", 150, "none");
-    expect(s.reserve("key_a", 100).kind).toBe("reserved");
-    const second = s.reserve("key_a", 100);
+    await s.addKey("key_a", 150, "none");
+    expect((await s.reserve("key_a", 100)).kind).toBe("reserved");
+    const second = await s.reserve("key_a", 100);
     expect(second.kind).toBe("no_room");
     if (second.kind === "no_room") {
       expect(second.remainingMc).toBe(50);
       const env = JSON.parse(second.receipt.envelope);
       expect(env.receipt).toMatchObject({ outcome: "refused_budget", http_status: 402, amount_mc: 0, remaining_mc: 50, seq: 1, prev_sha256: null });
     }
-    expect(s.ledger.getKey("key_a")!.spent_mc).toBe(100);
-    expect(s.ledger.checkMoney()).toEqual([]);
+    expect((await s.ledger.keys.get("key_a"))!.spentMc).toBe(100);
+    expect(await s.ledger.check.money()).toEqual([]);
   });
 
   for (const [reset, before, after, oldPeriod, newPeriod] of [
@@ -125,74 +127,74 @@ describe("desk ledger", () => {
     test(`${reset}: a refund after the UTC reset goes back to the old period, never into the new one`, async () => {
       let t = Date.parse(before);
       await using s = await setup(() => t);
-      s.addKey("key_a", 100, reset);
-      const old = s.reserve("key_a", 100);
+      await s.addKey("key_a", 100, reset);
+      const old = await s.reserve("key_a", 100);
       if (old.kind !== "reserved") throw new Error("expected a reservation");
-      expect(s.reserve("key_a", 100).kind).toBe("no_room");
+      expect((await s.reserve("key_a", 100)).kind).toBe("no_room");
       t = Date.parse(after);
       // The reset is folded into the reservation: the new period opens with the full budget, once.
-      const fresh = s.reserve("key_a", 100);
+      const fresh = await s.reserve("key_a", 100);
       expect(fresh.kind).toBe("reserved");
-      expect(s.reserve("key_a", 1).kind).toBe("no_room");
-      const refund = s.settle(old.reservationId, "refunded_upstream_error");
+      expect((await s.reserve("key_a", 1)).kind).toBe("no_room");
+      const refund = await s.settle(old.reservationId, "refunded_upstream_error");
       if (refund.kind !== "settled") throw new Error("expected a settlement");
       expect(JSON.parse(refund.receipt.envelope).receipt).toMatchObject({ outcome: "refunded_upstream_error", period: oldPeriod, amount_mc: 0 });
       // The new period is still fully spent: the refund did not land in it.
-      expect(s.ledger.getKey("key_a")).toMatchObject({ period: newPeriod, spent_mc: 100 });
-      expect(s.reserve("key_a", 1).kind).toBe("no_room");
-      const spend = s.ledger.db.query("SELECT period, spent_mc FROM spend WHERE key_id = 'key_a' ORDER BY period").all();
+      expect(await s.ledger.keys.get("key_a")).toMatchObject({ period: newPeriod, spentMc: 100 });
+      expect((await s.reserve("key_a", 1)).kind).toBe("no_room");
+      const spend = s.ledger.testOnlyDatabase().query("SELECT period, spent_mc FROM spend WHERE key_id = 'key_a' ORDER BY period").all();
       expect(spend).toEqual([
         { period: oldPeriod, spent_mc: 0 },
         { period: newPeriod, spent_mc: 100 },
       ]);
-      expect(s.ledger.checkMoney()).toEqual([]);
+      expect(await s.ledger.check.money()).toEqual([]);
     });
   }
 
   test("a clock stepping back never reopens a spent period", async () => {
     let t = Date.parse("2026-12-01T00:00:05Z");
     await using s = await setup(() => t);
-    s.addKey("key_a", 100, "daily");
-    expect(s.reserve("key_a", 100).kind).toBe("reserved");
+    await s.addKey("key_a", 100, "daily");
+    expect((await s.reserve("key_a", 100)).kind).toBe("reserved");
     t = Date.parse("2026-11-30T23:59:59Z");
-    expect(s.reserve("key_a", 100).kind).toBe("no_room");
-    expect(s.ledger.checkMoney()).toEqual([]);
+    expect((await s.reserve("key_a", 100)).kind).toBe("no_room");
+    expect(await s.ledger.check.money()).toEqual([]);
   });
 
   test("checkMoney finds spend that no charge or reservation explains", async () => {
     await using s = await setup(() => Date.parse("2026-11-30T10:00:00Z"));
-    s.addKey("key_a", 1000, "none");
-    const r = s.reserve("key_a", 100);
+    await s.addKey("key_a", 1000, "none");
+    const r = await s.reserve("key_a", 100);
     if (r.kind !== "reserved") throw new Error("expected a reservation");
-    s.settle(r.reservationId, "charged");
-    expect(s.ledger.checkMoney()).toEqual([]);
-    s.ledger.db.run("UPDATE spend SET spent_mc = spent_mc + 7");
-    expect(s.ledger.checkMoney().join("\n")).toContain("key key_a period none: spent 107 mc, but charges 100 + open reservations 0");
+    await s.settle(r.reservationId, "charged");
+    expect(await s.ledger.check.money()).toEqual([]);
+    s.ledger.testOnlyDatabase().run("UPDATE spend SET spent_mc = spent_mc + 7");
+    expect((await s.ledger.check.money()).join("\n")).toContain("key key_a period none: spent 107 mc, but charges 100 + open reservations 0");
   });
 
   test("group commit: operations queued together share one commit; one that throws rolls back alone", async () => {
     await using s = await setup(() => Date.parse("2026-11-30T10:00:00Z"));
-    s.addKey("key_a", 1000, "none");
+    await s.addKey("key_a", 1000, "none");
     const watcher = new Database(s.dbPath);
     const version = () => (watcher.query("PRAGMA data_version").get() as { data_version: number }).data_version;
     try {
       const before = version();
       const results = await Promise.allSettled([
-        s.ledger.batched(() => s.reserve("key_a", 100)),
-        s.ledger.batched(() =>
-          s.ledger.db.transaction(() => {
-            s.ledger.db.run("INSERT INTO orgs (id, name, created_at) VALUES ('org_bad', 'bad', 1)");
+        s.reserve("key_a", 100),
+        s.ledger.testOnlyGroupCommit(() =>
+          s.ledger.testOnlyDatabase().transaction(() => {
+            s.ledger.testOnlyDatabase().run("INSERT INTO orgs (id, name, created_at) VALUES ('org_bad', 'bad', 1)");
             throw new Error("boom");
           })(),
         ),
-        s.ledger.batched(() => s.reserve("key_a", 100)),
+        s.reserve("key_a", 100),
       ]);
       expect(results.map((r) => r.status)).toEqual(["fulfilled", "rejected", "fulfilled"]);
       expect(version()).toBe(before + 1);
-      expect(s.ledger.getOrg("org_bad")).toBeNull();
-      expect(s.ledger.getKey("key_a")!.spent_mc).toBe(200);
-      expect(s.ledger.openReservations(Number.POSITIVE_INFINITY)).toHaveLength(2);
-      expect(s.ledger.checkMoney()).toEqual([]);
+      expect(await s.ledger.orgs.get("org_bad")).toBeNull();
+      expect((await s.ledger.keys.get("key_a"))!.spentMc).toBe(200);
+      expect(await s.ledger.money.openReservations(Number.POSITIVE_INFINITY)).toHaveLength(2);
+      expect(await s.ledger.check.money()).toEqual([]);
     } finally {
       watcher.close();
     }
@@ -200,10 +202,10 @@ describe("desk ledger", () => {
 
   test("a worker thread checkpoints the WAL; the desk's own commits no longer do", async () => {
     const tmp = tempDir("desk-ckpt-");
-    const ledger = new DeskLedger(join(tmp.path, "desk.db"), { backgroundCheckpointMs: 60_000 });
+    const ledger = new SqliteDeskLedger(join(tmp.path, "desk.db"), { backgroundCheckpointMs: 60_000 });
     try {
-      expect(ledger.db.query("PRAGMA wal_autocheckpoint").get()).toEqual({ wal_autocheckpoint: 20_000 });
-      for (let i = 0; i < 200; i++) ledger.createOrg(`org_${i}`, "x".repeat(3000), i);
+      expect(ledger.testOnlyDatabase().query("PRAGMA wal_autocheckpoint").get()).toEqual({ wal_autocheckpoint: 20_000 });
+      for (let i = 0; i < 200; i++) await ledger.orgs.create({ id: `org_${i}`, name: "x".repeat(3000), createdAt: i });
       const result = await ledger.checkpointNow();
       expect(result!.busy).toBe(0);
       expect(result!.log).toBeGreaterThan(0);
@@ -211,7 +213,7 @@ describe("desk ledger", () => {
       await ledger.stopCheckpointer();
       expect(await ledger.checkpointNow()).toBeNull();
     } finally {
-      ledger.close();
+      await ledger.close();
       tmp[Symbol.dispose]();
     }
   });
@@ -235,60 +237,60 @@ describe("desk ledger", () => {
 
   test("4 processes racing on a key with room for one: exactly one reservation", async () => {
     await using s = await setup(() => Date.parse("2026-11-30T10:00:00Z"));
-    s.addKey("key_a", 150, "none");
+    await s.addKey("key_a", 150, "none");
     const outs = await fourProcesses(s, "2026-11-30T10:00:00Z", 25);
     expect(outs.reduce((n, o) => n + o.reserved, 0)).toBe(1);
     expect(outs.reduce((n, o) => n + o.refused, 0)).toBe(99);
-    expect(s.ledger.getKey("key_a")!.spent_mc).toBe(100);
-    expect(s.ledger.checkMoney()).toEqual([]);
+    expect((await s.ledger.keys.get("key_a"))!.spentMc).toBe(100);
+    expect(await s.ledger.check.money()).toEqual([]);
   });
 
   test("2 processes racing 50 reservations each on a key with room for all: 20 in flight, the failure limit", async () => {
     const t = Date.parse("2026-11-30T10:00:00Z");
     await using s = await setup(() => t);
-    s.addKey("key_a", 1_000_000, "none");
+    await s.addKey("key_a", 1_000_000, "none");
     const outs = await fourProcesses(s, "2026-11-30T10:00:00Z", 50, 2);
     expect(outs.reduce((n, o) => n + o.reserved, 0)).toBe(20);
     expect(outs.reduce((n, o) => n + o.refused, 0)).toBe(80);
-    expect(s.ledger.getKey("key_a")).toMatchObject({ fail_hour: "2026-11-30T10", fail_count: 20, spent_mc: 2000 });
+    expect(await s.ledger.keys.get("key_a")).toMatchObject({ failHour: "2026-11-30T10", failCount: 20, spentMc: 2000 });
     // The refusals were at the limit: an audit row each, no receipt, no count.
-    expect(s.ledger.db.query("SELECT count(*) AS n FROM audit WHERE outcome = 'refused_rate_limited'").get()).toEqual({ n: 80 });
-    expect(s.ledger.db.query("SELECT count(*) AS n FROM receipts").get()).toEqual({ n: 0 });
+    expect(s.ledger.testOnlyDatabase().query("SELECT count(*) AS n FROM audit WHERE outcome = 'refused_rate_limited'").get()).toEqual({ n: 80 });
+    expect(s.ledger.testOnlyDatabase().query("SELECT count(*) AS n FROM receipts").get()).toEqual({ n: 0 });
   });
 
   test("a call counts as failing from its reservation: a charge takes it back (in its own hour), a refund keeps it", async () => {
     let t = Date.parse("2026-11-30T10:59:59Z");
     await using s = await setup(() => t);
-    s.addKey("key_a", 1_000_000, "none");
+    await s.addKey("key_a", 1_000_000, "none");
     const ids: number[] = [];
     for (let i = 0; i < 20; i++) {
-      const r = s.reserve("key_a", 10);
+      const r = await s.reserve("key_a", 10);
       if (r.kind !== "reserved") throw new Error(r.kind);
       ids.push(r.reservationId);
     }
-    expect(s.reserve("key_a", 10).kind).toBe("rate_limited");
-    s.settle(ids[0]!, "charged");
-    s.settle(ids[1]!, "refunded_upstream_error");
-    expect(s.ledger.getKey("key_a")!.fail_count).toBe(19);
-    expect(s.reserve("key_a", 10).kind).toBe("reserved");
-    expect(s.reserve("key_a", 10).kind).toBe("rate_limited");
+    expect((await s.reserve("key_a", 10)).kind).toBe("rate_limited");
+    await s.settle(ids[0]!, "charged");
+    await s.settle(ids[1]!, "refunded_upstream_error");
+    expect((await s.ledger.keys.get("key_a"))!.failCount).toBe(19);
+    expect((await s.reserve("key_a", 10)).kind).toBe("reserved");
+    expect((await s.reserve("key_a", 10)).kind).toBe("rate_limited");
     // A new hour starts at zero; a charge of a call reserved in the old hour takes nothing from it.
     t = Date.parse("2026-11-30T11:00:00Z");
-    expect(s.reserve("key_a", 10).kind).toBe("reserved");
-    s.settle(ids[2]!, "charged");
-    expect(s.ledger.getKey("key_a")).toMatchObject({ fail_hour: "2026-11-30T11", fail_count: 1 });
-    expect(s.ledger.checkMoney()).toEqual([]);
+    expect((await s.reserve("key_a", 10)).kind).toBe("reserved");
+    await s.settle(ids[2]!, "charged");
+    expect(await s.ledger.keys.get("key_a")).toMatchObject({ failHour: "2026-11-30T11", failCount: 1 });
+    expect(await s.ledger.check.money()).toEqual([]);
   });
 
   test("4 processes racing across a daily reset: the new period opens exactly once", async () => {
     let t = Date.parse("2026-11-30T23:59:59Z");
     await using s = await setup(() => t);
-    s.addKey("key_a", 150, "daily");
-    expect(s.reserve("key_a", 100).kind).toBe("reserved");
+    await s.addKey("key_a", 150, "daily");
+    expect((await s.reserve("key_a", 100)).kind).toBe("reserved");
     t = Date.parse("2026-12-01T00:00:01Z");
     const outs = await fourProcesses(s, "2026-12-01T00:00:01Z", 25);
     expect(outs.reduce((n, o) => n + o.reserved, 0)).toBe(1);
-    expect(s.ledger.getKey("key_a")).toMatchObject({ period: "2026-12-01", spent_mc: 100 });
-    expect(s.ledger.checkMoney()).toEqual([]);
+    expect(await s.ledger.keys.get("key_a")).toMatchObject({ period: "2026-12-01", spentMc: 100 });
+    expect(await s.ledger.check.money()).toEqual([]);
   });
 });

@@ -39,8 +39,8 @@ type ToolResult = {
 };
 
 const receiptOf = (r: ToolResult) => r._meta?.[MCP_RECEIPT_META_KEY] as { receipt: Record<string, unknown> } | undefined;
-const spent = (keyId: string) => t.ledger.getKey(keyId)!.spent_mc;
-const auditOf = (keyId: string) => t.ledger.listAudit({ orgId: null, keyId, sinceMs: null, limit: 100 });
+const spent = async (keyId: string) => (await t.ledger.keys.get(keyId))!.spentMc;
+const auditOf = (keyId: string) => t.ledger.records.audit({ orgId: null, keyId, sinceMs: null, limit: 100 });
 
 async function callMcp(secret: string, name: string, args?: Record<string, unknown>): Promise<ToolResult> {
   await using c = await mcpClient(served.url, secret);
@@ -87,10 +87,10 @@ describe("desk MCP endpoint", () => {
     };
     expect(pick(envelope.receipt)).toEqual(pick(rest.receipt.receipt));
     expect(envelope.receipt).toMatchObject({ outcome: "charged", http_status: 200, price_mc: 1500, amount_mc: 1500, remaining_mc: 3500 });
-    expect(spent(viaMcp.keyId)).toBe(spent(viaRest.keyId));
-    const audit = (keyId: string) => auditOf(keyId).map(({ key_id: _k, org_id: _o, receipt_id: _r, ...row }) => row);
-    expect(audit(viaMcp.keyId)).toEqual(audit(viaRest.keyId));
-    expect(auditOf(viaMcp.keyId)[0]!.receipt_id).toBe(envelope.receipt.id as string);
+    expect(await spent(viaMcp.keyId)).toBe(await spent(viaRest.keyId));
+    const audit = async (keyId: string) => (await auditOf(keyId)).map(({ keyId: _k, orgId: _o, receiptId: _r, ...row }) => row);
+    expect(await audit(viaMcp.keyId)).toEqual(await audit(viaRest.keyId));
+    expect((await auditOf(viaMcp.keyId))[0]!.receiptId).toBe(envelope.receipt.id as string);
   });
 
   test("absent arguments count as {} (schema check and params_sha256)", async () => {
@@ -116,27 +116,27 @@ describe("desk MCP endpoint", () => {
       expect(JSON.parse(result.content[0]!.text!)).toEqual(result.structuredContent!);
       expect(receiptOf(result)).toBeUndefined();
       expect(fx.totalCalls()).toBe(before);
-      expect(spent(k.keyId)).toBe(0);
+      expect(await spent(k.keyId)).toBe(0);
     });
   }
 
   test("a fault of the desk's own → an isError INTERNAL result holding the code only; the cause stays in the log and nothing moves", async () => {
     const k = await t.makeKey({ budget_mc: 5000, reset: "none", allow: ALLOW });
     const CAUSE = "ledger-fault-3b9d: disk on fire";
-    t.ledger.db.run(`CREATE TRIGGER planted_fault BEFORE INSERT ON reservations BEGIN SELECT RAISE(ABORT, '${CAUSE}'); END`);
+    t.ledger.testOnlyDatabase().run(`CREATE TRIGGER planted_fault BEFORE INSERT ON reservations BEGIN SELECT RAISE(ABORT, '${CAUSE}'); END`);
     let result: ToolResult;
     const before = fx.totalCalls();
     try {
       result = await callMcp(k.secret, "fx__echo", { text: "x" });
     } finally {
-      t.ledger.db.run("DROP TRIGGER planted_fault");
+      t.ledger.testOnlyDatabase().run("DROP TRIGGER planted_fault");
     }
     expect(result.isError).toBe(true);
     expect(result.structuredContent).toEqual({ error: "INTERNAL" });
     expect(JSON.stringify(result)).not.toContain("disk on fire");
     expect(t.logs.some((l) => l.includes(CAUSE))).toBe(true);
     expect(fx.totalCalls()).toBe(before);
-    expect(spent(k.keyId)).toBe(0);
+    expect(await spent(k.keyId)).toBe(0);
   });
 
   test("refusal with a receipt: a tool off the allowlist → isError TOOL_NOT_ALLOWED and a refused_not_allowed receipt", async () => {
@@ -155,7 +155,7 @@ describe("desk MCP endpoint", () => {
     const result = await callMcp(k.secret, "fx__echo", { text: "b" });
     expect(result.structuredContent).toEqual({ error: "BUDGET_EXHAUSTED" });
     expect(receiptOf(result)!.receipt).toMatchObject({ outcome: "refused_budget", http_status: 402, remaining_mc: 500 });
-    expect(spent(k.keyId)).toBe(1500);
+    expect(await spent(k.keyId)).toBe(1500);
   });
 
   const refunds = [
@@ -173,8 +173,8 @@ describe("desk MCP endpoint", () => {
       expect(result.structuredContent).toEqual({ error: c.code });
       expect(receiptOf(result)!.receipt).toMatchObject({ outcome: c.outcome, http_status: c.status, price_mc: 1500, amount_mc: 0, remaining_mc: 5000 });
       expect(verifyResponse(result, jwks, c.args).every((x) => x.ok)).toBe(true);
-      expect(spent(k.keyId)).toBe(0);
-      expect(t.ledger.checkMoney()).toEqual([]);
+      expect(await spent(k.keyId)).toBe(0);
+      expect(await t.ledger.check.money()).toEqual([]);
     });
   }
 
@@ -201,8 +201,8 @@ describe("desk MCP endpoint", () => {
     );
     expect(mixed.every((r) => r.isError === undefined)).toBe(true);
     expect(mixed.map((r) => (receiptOf(r)!.receipt.key_id as string) === (mixed.indexOf(r) % 2 === 0 ? a.keyId : b.keyId)).every(Boolean)).toBe(true);
-    expect(spent(a.keyId)).toBe(20 * 1500);
-    expect(spent(b.keyId)).toBe(15 * 1500);
+    expect(await spent(a.keyId)).toBe(20 * 1500);
+    expect(await spent(b.keyId)).toBe(15 * 1500);
   });
 
   test("20 concurrent MCP calls on a key with room for one: exactly one charged", async () => {
@@ -213,8 +213,8 @@ describe("desk MCP endpoint", () => {
     )) as ToolResult[];
     expect(results.filter((r) => r.isError !== true)).toHaveLength(1);
     expect(results.filter((r) => r.structuredContent?.error === "BUDGET_EXHAUSTED")).toHaveLength(19);
-    expect(spent(k.keyId)).toBe(1500);
-    expect(auditOf(k.keyId).filter((a) => a.outcome === "charged")).toHaveLength(1);
+    expect(await spent(k.keyId)).toBe(1500);
+    expect((await auditOf(k.keyId)).filter((a) => a.outcome === "charged")).toHaveLength(1);
   });
 });
 
@@ -283,7 +283,7 @@ describe("desk MCP endpoint: what is checked before the transport", () => {
     expect(((await r.json()) as { error: { code: number } }).error.code).toBe(-32601);
     const wrongShape = await rawMcp(served.url, { jsonrpc: "2.0", id: 8, method: "tools/call", params: { name: "fx__echo", arguments: ["text"] } }, auth);
     expect(((await wrongShape.json()) as { error: { code: number } }).error.code).toBe(-32602);
-    expect(spent(k.keyId)).toBe(0);
+    expect(await spent(k.keyId)).toBe(0);
     const bad = await fetch(`${served.url}/mcp`, {
       method: "POST",
       headers: { ...auth, "content-type": "application/json", accept: "application/json, text/event-stream" },
@@ -293,7 +293,7 @@ describe("desk MCP endpoint: what is checked before the transport", () => {
     expect(((await bad.json()) as { error: { code: number } }).error.code).toBe(-32700);
     const huge = await rawMcp(served.url, { jsonrpc: "2.0", id: 9, method: "tools/call", params: { name: "fx__echo", arguments: { text: "x".repeat(1024 * 1024) } } }, auth);
     expect(huge.status).toBe(413);
-    expect(spent(k.keyId)).toBe(0);
+    expect(await spent(k.keyId)).toBe(0);
   });
 });
 

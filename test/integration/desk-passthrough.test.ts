@@ -8,10 +8,11 @@ import { Database } from "bun:sqlite";
 import { chmodSync } from "node:fs";
 import { join } from "node:path";
 import fc from "fast-check";
-import { Desk } from "../../src/commands/desk/desk.ts";
+import { Desk } from "../../src/core/desk/desk.ts";
 import { importSealingKey } from "../../src/core/desk/seal.ts";
-import { DeskLedger } from "../../src/core/ledger/desk.ts";
-import { DESK_MIGRATIONS } from "../../src/core/ledger/desk-migrations.ts";
+import { SqliteDeskLedger } from "../../src/adapters/sqlite/desk/ledger.ts";
+import { mcpConnector } from "../../src/adapters/mcp-upstream/connector.ts";
+import { DESK_MIGRATIONS } from "../../src/adapters/sqlite/desk/migrations.ts";
 import { generateSigningKey, type Jwks, loadSigner, MCP_RECEIPT_META_KEY, resultSha256, verifyResponse } from "../../src/core/receipt/index.ts";
 import { tempDir } from "../helpers/tmp.ts";
 import { FORECAST_RESULT, FORECAST_TOOL, type ListingUpstream, MIRROR_TOOL, SHAPED_TOOL, startListingUpstream } from "../fixtures/listing-upstream.ts";
@@ -102,14 +103,14 @@ describe("tools/list passes the upstream's own fields through", () => {
   });
 
   test("the fields are stored at registration, in the tool's ledger row", async () => {
-    const row = t.ledger.getTool("wx__forecast")!;
-    expect(JSON.parse(row.listing)).toEqual({
+    const row = (await t.ledger.catalog.tool("wx__forecast"))!;
+    expect(row.listing).toEqual({
       title: FORECAST_TOOL.title,
       outputSchema: FORECAST_TOOL.outputSchema,
       annotations: FORECAST_TOOL.annotations,
       _meta: FORECAST_TOOL._meta,
     });
-    expect(JSON.parse(t.ledger.getTool("wx__mirror")!.listing)).toEqual({});
+    expect((await t.ledger.catalog.tool("wx__mirror"))!.listing).toEqual({});
   });
 });
 
@@ -132,10 +133,15 @@ describe("the listing column", () => {
     raw.close();
     // A desk's own ledger is 0600 (SPEC 10); the hand-made one here is made so too.
     chmodSync(path, 0o600);
-    const ledger = new DeskLedger(path);
-    const desk = await Desk.open({ ledger, signer: loadSigner(generateSigningKey().privatePem), sealingKey: await importSealingKey(new Uint8Array(32)) });
+    const ledger = new SqliteDeskLedger(path);
+    const desk = await Desk.open({
+      ledger,
+      connectors: { mcp: mcpConnector },
+      signer: loadSigner(generateSigningKey().privatePem),
+      sealingKey: await importSealingKey(new Uint8Array(32)),
+    });
     try {
-      expect(ledger.getTool("wx__forecast")!.listing).toBe("{}");
+      expect((await ledger.catalog.tool("wx__forecast"))!.listing).toEqual({});
       expect(desk.tool("wx__forecast")!.listing).toEqual({});
       await desk.refreshUpstream("wx");
       expect(desk.tool("wx__forecast")!.listing).toEqual({
@@ -146,7 +152,7 @@ describe("the listing column", () => {
       });
     } finally {
       await desk.close();
-      ledger.close();
+      await ledger.close();
     }
   });
 });
@@ -182,17 +188,17 @@ describe("tools/call passes the upstream's result through, and the receipt binds
 
 describe("an answer must keep the output schema its tool lists", () => {
   test("structuredContent that fits is charged; one that does not, or none, is refunded as an upstream error", async () => {
-    const auditRows = () => t.ledger.listAudit({ orgId: null, keyId: null, sinceMs: null, limit: 10_000 }).length;
+    const auditRows = async () => (await t.ledger.records.audit({ orgId: null, keyId: null, sinceMs: null, limit: 10_000 })).length;
     up.answerNext({ content: [], structuredContent: { n: 1 } });
     expect((await callRest("wx__shaped", {})).status).toBe(200);
     for (const broken of [{ content: [], structuredContent: { n: "one" } }, { content: [{ type: "text", text: "1" }] }]) {
       up.answerNext(broken);
-      const before = auditRows();
+      const before = await auditRows();
       const r = await t.call(secret, "wx__shaped", {});
       expect(r.status).toBe(502);
       expect(r.headers.get("x-clearing-outcome")).toBe("refunded_upstream_error");
       expect(((await r.json()) as { error: string }).error).toBe("UPSTREAM_ERROR");
-      expect(auditRows()).toBe(before + 1);
+      expect(await auditRows()).toBe(before + 1);
       const mcp = await callMcp("wx__shaped", {});
       expect(mcp.result.structuredContent).toEqual({ error: "UPSTREAM_ERROR" });
       expect(mcp.result.isError).toBe(true);
@@ -204,7 +210,7 @@ describe("an answer must keep the output schema its tool lists", () => {
     const r = await t.admin("POST", "/admin/upstreams", { name: "bad", url: bad.url });
     expect(r.status).toBe(502);
     expect(await r.json()).toEqual({ error: "UPSTREAM_SCHEMA_REFUSED", tool: "broken", reason: "schema" });
-    expect(t.ledger.getUpstream("bad")).toBeNull();
+    expect(await t.ledger.catalog.upstream("bad")).toBeNull();
     expect(t.logs).toContain("upstream bad: tool broken: output schema refused: neither a draft-07 nor a 2020-12 validator compiles it");
   });
 });

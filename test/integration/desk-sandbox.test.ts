@@ -5,7 +5,6 @@ import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { join } from "node:path";
 import { createHandler, type Handler } from "../../src/commands/desk/http.ts";
 import { sha256 } from "../../src/core/desk/secrets.ts";
-import { sandboxGrants } from "../../src/core/ledger/desk-sandbox.ts";
 import { startUpstreamFixture, type UpstreamFixture } from "../fixtures/upstream-server.ts";
 import { ADMIN_TOKEN, makeDeskOnFixture, manualClock, type TestDesk } from "./desk-harness.ts";
 import { rawMcp, serveDesk } from "./desk-mcp-harness.ts";
@@ -42,11 +41,11 @@ async function turnOn(body: Record<string, unknown> = { tools: ["fx__echo", "fx_
 describe("sandbox settings", () => {
   test("off by default: keys are refused with 404 SANDBOX_OFF and nothing is written", async () => {
     expect(await (await t.admin("GET", "/admin/sandbox")).json()).toEqual({ enabled: false });
-    const orgs = t.ledger.listOrgs().length;
+    const orgs = (await t.ledger.orgs.list()).length;
     const r = await askKey("203.0.113.10");
     expect(r.status).toBe(404);
     expect(await r.json()).toEqual({ error: "SANDBOX_OFF" });
-    expect(t.ledger.listOrgs().length).toBe(orgs);
+    expect((await t.ledger.orgs.list()).length).toBe(orgs);
   });
 
   test("PUT checks its body and needs the admin token; defaults are 2,000 mc and 3,600 s", async () => {
@@ -87,15 +86,15 @@ describe("sandbox keys", () => {
     expect(k1).toMatchObject({ budget_mc: 1000, allow: ["fx__echo"], expires_at: "2026-11-30T10:10:00.000Z" });
     expect(k1.secret).toMatch(/^cd_live_/);
     const k2 = (await (await askKey("198.51.100.2")).json()) as SandboxKey;
-    const row1 = t.ledger.getKey(k1.key_id)!;
-    const row2 = t.ledger.getKey(k2.key_id)!;
-    expect(row1.org_id).not.toBe(row2.org_id);
-    expect(t.ledger.getOrg(row1.org_id)!.name).toBe("sandbox");
+    const row1 = (await t.ledger.keys.get(k1.key_id))!;
+    const row2 = (await t.ledger.keys.get(k2.key_id))!;
+    expect(row1.orgId).not.toBe(row2.orgId);
+    expect((await t.ledger.orgs.get(row1.orgId))!.name).toBe("sandbox");
 
     expect((await t.call(k1.secret, "fx__echo", { text: "try" })).status).toBe(200);
     expect((await t.call(k1.secret, "fx__add", { a: 1, b: 2 })).status).toBe(403);
     expect((await t.call(k1.secret, "fx__echo", { text: "again" })).status).toBe(402);
-    expect(t.ledger.getKey(k1.key_id)!.spent_mc).toBe(700);
+    expect((await t.ledger.keys.get(k1.key_id))!.spentMc).toBe(700);
   });
 
   test("expired keys stop at once (REST and MCP); their org, audit rows and receipts stay", async () => {
@@ -113,9 +112,9 @@ describe("sandbox keys", () => {
     await using s = serveDesk(t);
     const mcp = await rawMcp(s.url, { jsonrpc: "2.0", id: 1, method: "tools/list" }, { authorization: `Bearer ${k.secret}` });
     expect(mcp.status).toBe(401);
-    const orgId = t.ledger.getKey(k.key_id)!.org_id;
-    expect(t.ledger.getOrg(orgId)).not.toBeNull();
-    expect(t.ledger.listAudit({ orgId, keyId: null, sinceMs: null, limit: 10 }).filter((a) => a.outcome === "charged")).toHaveLength(2);
+    const orgId = (await t.ledger.keys.get(k.key_id))!.orgId;
+    expect(await t.ledger.orgs.get(orgId)).not.toBeNull();
+    expect((await t.ledger.records.audit({ orgId, keyId: null, sinceMs: null, limit: 10 })).filter((a) => a.outcome === "charged")).toHaveLength(2);
     expect((await t.admin("GET", `/v1/receipts/${paid.receipt.receipt.id}`)).status).toBe(200);
   });
 
@@ -128,7 +127,7 @@ describe("sandbox keys", () => {
     // Carried in IPv6 as IPv4-mapped, it is the same network.
     expect((await askKey("::ffff:203.0.113.9")).status).toBe(429);
     expect((await askKey("203.0.114.1")).status).toBe(201);
-    expect(sandboxGrants(t.ledger, "2026-11-30", "203.0.113.0/24")).toBe(5);
+    expect(await t.ledger.sandbox.grants("2026-11-30", "203.0.113.0/24")).toBe(5);
     clock.set("2026-12-01T00:00:00.000Z");
     expect((await askKey("203.0.113.250")).status).toBe(201);
   });
@@ -136,16 +135,16 @@ describe("sandbox keys", () => {
   test("keys_per_day caps all networks together: many networks (an IPv6 /48 is 65,536 /64s) get no more; a refusal uses up no network's count", async () => {
     clock.set("2026-11-30T11:00:00.000Z");
     const day = "2026-11-30";
-    const before = sandboxGrants(t.ledger, day, "*");
+    const before = await t.ledger.sandbox.grants(day, "*");
     await turnOn({ tools: ["fx__echo"], keys_per_day: before + 7 });
     const statuses: number[] = [];
     for (let n = 0; n < 4; n++) for (let i = 1; i <= 3; i++) statuses.push((await askKey(`2001:db8:48:${n}::${i}`)).status);
     expect(statuses.filter((x) => x === 201)).toHaveLength(7);
     expect(statuses.slice(7)).toEqual([429, 429, 429, 429, 429]);
-    expect(sandboxGrants(t.ledger, day, "*")).toBe(before + 7);
+    expect(await t.ledger.sandbox.grants(day, "*")).toBe(before + 7);
     // The refused asks were rolled back whole: the last network's own count did not move.
-    expect(sandboxGrants(t.ledger, day, "2001:db8:48:3::/64")).toBe(0);
-    expect(sandboxGrants(t.ledger, day, "2001:db8:48:2::/64")).toBe(1);
+    expect(await t.ledger.sandbox.grants(day, "2001:db8:48:3::/64")).toBe(0);
+    expect(await t.ledger.sandbox.grants(day, "2001:db8:48:2::/64")).toBe(1);
     // Raising the cap lets the same networks in again, up to their own 5.
     await turnOn({ tools: ["fx__echo"], keys_per_day: 1000 });
     expect((await askKey("2001:db8:48:3::9")).status).toBe(201);
@@ -164,12 +163,12 @@ describe("sandbox keys", () => {
     clock.set("2026-11-30T13:00:00.000Z");
     await turnOn();
     await using s = serveDesk(t);
-    const orgs = t.ledger.listOrgs().length;
+    const orgs = (await t.ledger.orgs.list()).length;
     const statuses = await Promise.all(Array.from({ length: 20 }, () => fetch(`${s.url}/v1/sandbox/keys`, { method: "POST" }).then((r) => r.status)));
     expect(statuses.filter((x) => x === 201)).toHaveLength(5);
     expect(statuses.filter((x) => x === 429)).toHaveLength(15);
-    expect(t.ledger.listOrgs().length).toBe(orgs + 5);
-    expect(sandboxGrants(t.ledger, "2026-11-30", "127.0.0.0/24")).toBe(5);
+    expect((await t.ledger.orgs.list()).length).toBe(orgs + 5);
+    expect(await t.ledger.sandbox.grants("2026-11-30", "127.0.0.0/24")).toBe(5);
   });
 
   test("over a real IPv6 socket ([::1]) the peer address is counted as its /64", async () => {
@@ -180,7 +179,7 @@ describe("sandbox keys", () => {
       const statuses: number[] = [];
       for (let i = 0; i < 6; i++) statuses.push((await fetch(`http://[::1]:${server.port}/v1/sandbox/keys`, { method: "POST" })).status);
       expect(statuses).toEqual([201, 201, 201, 201, 201, 429]);
-      expect(sandboxGrants(t.ledger, "2026-11-30", "0:0:0:0::/64")).toBe(5);
+      expect(await t.ledger.sandbox.grants("2026-11-30", "0:0:0:0::/64")).toBe(5);
     } finally {
       await server.stop(true);
     }
@@ -200,7 +199,7 @@ describe("sandbox keys", () => {
     );
     expect(outs.reduce((n, o) => n + o.granted, 0)).toBe(5);
     expect(outs.reduce((n, o) => n + o.refused, 0)).toBe(15);
-    expect(sandboxGrants(t.ledger, "2026-11-30", "100.100.100.0/24")).toBe(5);
+    expect(await t.ledger.sandbox.grants("2026-11-30", "100.100.100.0/24")).toBe(5);
   });
 
   test("X-Forwarded-For counts only with --trust-proxy, and then its rightmost entry (the one the proxy added)", async () => {

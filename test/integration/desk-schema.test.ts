@@ -3,7 +3,8 @@
 // desk leaves its tool unserved at start-up instead of stopping the desk or being checked by a
 // rule that could stall it.
 import { expect, test } from "bun:test";
-import { Desk } from "../../src/commands/desk/desk.ts";
+import { mcpConnector } from "../../src/adapters/mcp-upstream/connector.ts";
+import { Desk } from "../../src/core/desk/desk.ts";
 import { importSealingKey } from "../../src/core/desk/seal.ts";
 import { generateSigningKey, loadSigner } from "../../src/core/receipt/index.ts";
 import { type SchemaTool, startSchemaUpstream } from "../fixtures/schema-upstream.ts";
@@ -22,8 +23,8 @@ test("refresh to a schema the desk refuses: 502 naming the tool; the stored tool
   expect(r.status).toBe(502);
   expect(await r.json()).toEqual({ error: "UPSTREAM_SCHEMA_REFUSED", tool: "echoes", reason: "pattern" });
   expect(t.logs).toContain("upstream up: tool echoes: input schema refused: a pattern: a backreference needs a backtracking engine");
-  expect(t.desk.allTools().map((e) => e.row.name)).toEqual(["up__plain"]);
-  expect(t.ledger.listTools().map((row) => row.name)).toEqual(["up__plain"]);
+  expect(t.desk.allTools().map((e) => e.name)).toEqual(["up__plain"]);
+  expect((await t.ledger.catalog.tools()).map((row) => row.name)).toEqual(["up__plain"]);
   // A schema that does not compile at all is the other reason.
   tools[1] = { name: "echoes", inputSchema: { type: "object", properties: { s: { type: "no-such-type" } } } };
   const r2 = await t.admin("POST", "/admin/upstreams/up/refresh");
@@ -38,10 +39,11 @@ test("a stored schema this desk refuses leaves its tool unserved at start-up, na
   await using t = await makeDesk();
   expect((await t.admin("POST", "/admin/upstreams", { name: "up", url: up.url })).status).toBe(201);
   // As an earlier desk, whose engine backtracked, could have stored it.
-  t.ledger.db.query("UPDATE tools SET input_schema = ? WHERE name = 'up__old'").run(JSON.stringify(BACKREFERENCE));
+  t.ledger.testOnlyDatabase().query("UPDATE tools SET input_schema = ? WHERE name = 'up__old'").run(JSON.stringify(BACKREFERENCE));
   const logs: string[] = [];
   const again = await Desk.open({
     ledger: t.ledger,
+    connectors: { mcp: mcpConnector },
     signer: loadSigner(generateSigningKey().privatePem),
     sealingKey: await importSealingKey(new Uint8Array(32)),
     log: (line) => logs.push(line),

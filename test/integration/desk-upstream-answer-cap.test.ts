@@ -4,7 +4,7 @@
 // waits for an answer that never comes, ends as a timeout. A compressed answer counts by what it
 // decompresses to, not by its declared length. An answer under the cap is charged.
 import { afterAll, beforeAll, describe, expect, setDefaultTimeout, test } from "bun:test";
-import { MAX_UPSTREAM_ANSWER_BYTES } from "../../src/commands/desk/upstream.ts";
+import { MAX_UPSTREAM_ANSWER_BYTES } from "../../src/core/upstream/slots.ts";
 import { makeDesk, type TestDesk } from "./desk-harness.ts";
 
 type Framing = "declared" | "chunked" | "sse" | "gzip";

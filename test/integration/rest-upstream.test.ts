@@ -34,7 +34,7 @@ describe("the fixture's document as tools", () => {
     const before = fixture.seen.length;
     const listed = await client().listTools();
     expect(listed.map((t) => t.name)).toEqual(["getItem", "putItem", "getPart", "search", "status", "redirect", "list", "text", "binary", "empty", "garbled", "big", "hang", "dribble"]);
-    expect(listed[0]!.outputSchema).toMatchObject({ type: "object", required: ["id"] });
+    expect(listed[0]!.listing.outputSchema).toMatchObject({ type: "object", required: ["id"] });
     expect(fixture.seen.length).toBe(before);
   });
 });

@@ -4,7 +4,7 @@ import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { approverTls, makeApproverApi } from "../../src/commands/approver/http.ts";
 import type { StoredAsk } from "../../src/core/asks.ts";
 import { mintApprovalId } from "../../src/core/ids.ts";
-import { AskLedger } from "../../src/core/ledger/asks.ts";
+import { AskLedger } from "../../src/adapters/sqlite/asks.ts";
 import { type LinkPems, makeLinkPems } from "../helpers/certs.ts";
 import { RECAP, TEST_SIGNER } from "../helpers/decision-signer.ts";
 

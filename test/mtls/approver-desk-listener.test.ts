@@ -8,7 +8,7 @@ import { approverTls, makeApproverApi } from "../../src/commands/approver/http.t
 import type { AskSide, StoredAsk } from "../../src/core/asks.ts";
 import { openDecision } from "../../src/core/decision/verify.ts";
 import { mintApprovalId } from "../../src/core/ids.ts";
-import { AskLedger } from "../../src/core/ledger/asks.ts";
+import { AskLedger } from "../../src/adapters/sqlite/asks.ts";
 import { canonicalJson } from "../../src/core/receipt/canonical.ts";
 import { hashJson, sha256Hex } from "../../src/core/receipt/hash.ts";
 import { jwksOf } from "../../src/core/receipt/sign.ts";

@@ -5,7 +5,7 @@
 import { describe, expect, test } from "bun:test";
 import { ApproverConsole, type StepRunner } from "../../src/commands/approver/console.ts";
 import type { PayAsk, StoredAsk } from "../../src/core/asks.ts";
-import { AskLedger } from "../../src/core/ledger/asks.ts";
+import { AskLedger } from "../../src/adapters/sqlite/asks.ts";
 import { sha256Hex } from "../../src/core/receipt/hash.ts";
 import { renderRecap } from "../../src/core/recap/render.ts";
 import type { StepOutcome } from "../../src/commands/approver/step.ts";

@@ -2,7 +2,7 @@
 // a person sees and what is decided when the terminal is too narrow for a recap.
 import { describe, expect, test } from "bun:test";
 import { ApproverConsole } from "../../src/commands/approver/console.ts";
-import { AskLedger } from "../../src/core/ledger/asks.ts";
+import { AskLedger } from "../../src/adapters/sqlite/asks.ts";
 import { TEST_SIGNER } from "../helpers/decision-signer.ts";
 import { SAMPLE_ACCOUNT, SAMPLE_PAY } from "../helpers/sample-asks.ts";
 

@@ -1,11 +1,11 @@
 // The console's figures, without a browser: per-day sums for the chart (charged calls only,
 // every day between the first and the last, at most CHART_DAYS) and the amount display.
 import { describe, expect, test } from "bun:test";
-import type { AuditRow } from "../../src/commands/desk/console/api.ts";
-import { CHART_DAYS, perDay } from "../../src/commands/desk/console/chart.ts";
-import { hint, mc, parseMc } from "../../src/commands/desk/console/money.ts";
+import type { AuditView } from "../../src/core/desk/wire.ts";
+import { hint, mc, parseMc } from "../../src/core/money/millicents.ts";
+import { CHART_DAYS, perDay } from "../../src/web/console/chart.ts";
 
-const row = (at: string, outcome: string, price: number, cost: number): AuditRow => ({
+const row = (at: string, outcome: AuditView["outcome"], price: number, cost: number): AuditView => ({
   at,
   org_id: "org_a",
   key_id: "key_a",

@@ -9,7 +9,7 @@ import { askObject, type PayAsk, type SpendAsk } from "../../src/core/asks.ts";
 import { type DecisionFields, decisionProblem } from "../../src/core/decision/record.ts";
 import { decisionSigner } from "../../src/core/decision/sign.ts";
 import { DecisionChain, openDecision } from "../../src/core/decision/verify.ts";
-import { AskLedger } from "../../src/core/ledger/asks.ts";
+import { AskLedger } from "../../src/adapters/sqlite/asks.ts";
 import { hashJson, sha256Hex } from "../../src/core/receipt/hash.ts";
 import { jwksOf, ReceiptInvalidError } from "../../src/core/receipt/sign.ts";
 import { ReceiptKeys } from "../../src/core/receipt/verify.ts";

@@ -1,8 +1,8 @@
 import { describe, expect, test } from "bun:test";
 import { chmodSync, existsSync, mkdirSync, readdirSync, readFileSync, rmSync, statSync, symlinkSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { afterSqliteOpen, beforeSqliteOpen, LedgerOpenError, openLedger, schemaVersion, sqliteFiles } from "../../src/core/ledger/database.ts";
-import { DataDirLock } from "../../src/core/ledger/desk-lock.ts";
+import { afterSqliteOpen, beforeSqliteOpen, LedgerOpenError, openLedger, schemaVersion, sqliteFiles } from "../../src/adapters/sqlite/database.ts";
+import { DataDirLock } from "../../src/adapters/sqlite/lock.ts";
 import { checkPrivateFile, PrivatePathError } from "../../src/core/private-files.ts";
 import { giveToOtherUser, OTHER_UID } from "../helpers/other-user.ts";
 import { tempDir } from "../helpers/tmp.ts";
@@ -124,7 +124,7 @@ describe("openLedger trusts only private files", () => {
     expect(lock).not.toBeNull();
     afterSqliteOpen(beforeSqliteOpen(path));
     for (const f of sqliteFiles(path)) checkPrivateFile(f, { mayBeMissing: true });
-    const lockModule = join(import.meta.dir, "../../src/core/ledger/desk-lock.ts");
+    const lockModule = join(import.meta.dir, "../../src/adapters/sqlite/lock.ts");
     const other = Bun.spawnSync([
       process.execPath,
       "-e",

@@ -13,7 +13,8 @@
 import type { SQL } from "bun";
 import { periodOf, type Reset } from "../../core/desk/period.ts";
 import { newId } from "../../core/desk/secrets.ts";
-import type { PlainOutcome, ReceiptMaker, ReceiptOutcome, SettleOutcome, StoredReceipt } from "../../core/ledger/desk.ts";
+import type { PlainOutcome, ReceiptOutcome, SettleOutcome } from "../../core/desk/outcomes.ts";
+import type { ReceiptMaker, StoredReceipt } from "../../core/desk/ports.ts";
 
 /** The node taking the call, as its lease row knows it. */
 export type NodeLease = { id: string; epoch: number };

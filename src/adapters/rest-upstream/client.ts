@@ -2,11 +2,12 @@
 // tool's stored operation (core/rest/request.ts), sent only to base_url's origin, never
 // following a redirect, within the call's deadline, holding one of the upstream's connection
 // slots, its answer read up to the cap; and sorted into the outcome that says who pays.
-import { readAtMost } from "../../core/body.ts";
+import { readAtMost } from "../../core/http/body.ts";
 import { meaningOf, resultOf } from "../../core/rest/answer.ts";
 import { buildRequest } from "../../core/rest/request.ts";
 import type { RestTool } from "../../core/rest/tools.ts";
 import { type Credential, CredentialUnavailable } from "../../core/upstream/credential.ts";
+import type { Upstream } from "../../core/desk/ports.ts";
 import type { CallOutcome, UpstreamTool } from "../../core/upstream/outcome.ts";
 import { MAX_EXCHANGES_PER_UPSTREAM, MAX_UPSTREAM_ANSWER_BYTES, Slots } from "../../core/upstream/slots.ts";
 
@@ -19,7 +20,7 @@ export type RestUpstreamOptions = {
   timeoutMs: number;
 };
 
-export class RestUpstreamClient {
+export class RestUpstreamClient implements Upstream {
   readonly name: string;
   private readonly baseUrl: URL;
   private readonly tools: Map<string, RestTool>;
@@ -41,7 +42,7 @@ export class RestUpstreamClient {
       name: t.name,
       description: t.description,
       inputSchema: t.inputSchema,
-      ...(t.outputSchema ? { outputSchema: t.outputSchema } : {}),
+      listing: t.outputSchema ? { outputSchema: t.outputSchema } : {},
     }));
   }
 

@@ -1,7 +1,7 @@
 // An OpenAPI document fetched once from the operator's `openapi_url` at registration (and at
 // refresh): one GET, bounded in time and size, no redirect followed (the operator is told to
 // give the final URL), JSON only. The document is then checked like one given inline.
-import { readAtMost } from "../../core/body.ts";
+import { readAtMost } from "../../core/http/body.ts";
 import { DocumentRefused } from "../../core/rest/document.ts";
 
 /** A document larger than this is refused (inline documents are bounded by the 1 MiB request body). */

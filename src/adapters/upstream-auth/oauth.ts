@@ -14,7 +14,7 @@
 // - The client secret and the refresh token go to token_url's origin only; the access token only
 //   where the upstream client puts it (base_url's origin). None of them is ever logged or thrown.
 import * as oauth from "oauth4webapi";
-import { readAtMost } from "../../core/body.ts";
+import { readAtMost } from "../../core/http/body.ts";
 import type { SealingKey } from "../../core/desk/seal.ts";
 import { isLoopback, type OAuthSettings } from "../../core/upstream/auth-config.ts";
 import { type Applied, type Credential, type CredentialState, CredentialUnavailable } from "../../core/upstream/credential.ts";
@@ -212,13 +212,13 @@ export class OAuthCredential implements Credential {
    */
   private readonly tokenFetch = async (url: string, init: oauth.CustomFetchOptions<"POST", unknown>): Promise<Response> => {
     if (new URL(url).origin !== this.tokenUrl.origin) throw new Error("a token request to another origin");
-    const res = await fetch(url, { method: init.method, headers: init.headers, body: init.body as BodyInit, redirect: "manual", signal: init.signal });
+    const res = await fetch(url, { method: init.method, headers: init.headers, body: init.body as RequestInit["body"], redirect: "manual", signal: init.signal });
     const bytes = await readAtMost(res.body, MAX_TOKEN_ANSWER_BYTES);
     if (bytes === undefined) throw new Error("the token answer is too large");
     const headers = new Headers(res.headers);
     headers.delete("content-length");
     headers.delete("content-encoding");
-    let body: BodyInit = bytes as Uint8Array<ArrayBuffer>;
+    let body: Uint8Array<ArrayBuffer> | string = bytes as Uint8Array<ArrayBuffer>;
     if (res.ok) {
       try {
         const json = JSON.parse(new TextDecoder().decode(bytes)) as unknown;

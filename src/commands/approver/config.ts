@@ -1,11 +1,11 @@
 // The approver's settings from flags and the environment (a flag wins), checked before anything
 // listens: a bad value stops it with an error and a hint.
-import { isIP } from "node:net";
 import { homedir } from "node:os";
 import { join, resolve } from "node:path";
 import { APPROVER_FLAGS, flagOf, settingOf } from "../../cli/flags.ts";
 import { failure, usageError } from "../../cli/voice.ts";
 import { parseDuration } from "../../core/duration.ts";
+import { parseListen } from "../../core/http/listen.ts";
 import { isValidMaxAmount } from "../../core/money/amount.ts";
 import type { TlsPaths, TlsRole } from "../../core/tls/load.ts";
 
@@ -67,17 +67,6 @@ const MAX_MAX_PENDING = 100_000;
 function defaultDbPath(env: Record<string, string | undefined>): string {
   const state = env.XDG_STATE_HOME?.startsWith("/") ? env.XDG_STATE_HOME : join(env.HOME || homedir(), ".local", "state");
   return join(state, "ask-only", "asks.db");
-}
-
-/** `HOST:PORT` or `[IPv6]:PORT`; port 0 picks a free port (tests). */
-export function parseListen(text: string): { hostname: string; port: number } | undefined {
-  const m = /^(?:\[([0-9a-fA-F:.]+)\]|([^:[\]]+)):(\d{1,5})$/.exec(text);
-  if (!m) return undefined;
-  const hostname = m[1] ?? m[2]!;
-  const port = Number(m[3]);
-  if (port > 65_535) return undefined;
-  if (m[1] !== undefined && isIP(hostname) !== 6) return undefined;
-  return { hostname, port };
 }
 
 /** The ledger's path from --db, the environment or the default (made absolute against cwd). */

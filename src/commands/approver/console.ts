@@ -7,7 +7,7 @@
 // record names what the person had in front of them, not a recap rendered again later.
 import type { StoredAsk } from "../../core/asks.ts";
 import { normalizeApprovalIdInput } from "../../core/ids.ts";
-import type { AskLedger, DecideResult } from "../../core/ledger/asks.ts";
+import type { AskLedger, DecideResult } from "../../adapters/sqlite/asks.ts";
 import { sha256Hex } from "../../core/receipt/hash.ts";
 import {
   type ConsoleNote,

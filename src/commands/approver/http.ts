@@ -1,13 +1,14 @@
-// The approver's HTTP API, behind mutual TLS, on two listeners: the agents' (client CA) creates
+// The approver's HTTP API (one route table), behind mutual TLS, on two listeners: the agents' (client CA) creates
 // pay and account asks, the desk's (desk CA) creates spend asks; on each, an ask of that side's
 // can be read, with its signed decision record once it has one. There is no route that
 // approves, denies, cancels or executes anything: a decision is typed on the console, never
 // sent over the wire.
 import { type AskKind, type AskSide, type StoredAsk, sideOf } from "../../core/asks.ts";
-import { readAtMost } from "../../core/body.ts";
-import { type ErrorCode, errorResponse } from "../../core/errors.ts";
+import { type ErrorCode, errorResponse, WireError } from "../../core/errors.ts";
+import { readJsonObject } from "../../core/http/body.ts";
+import { pathOf, routeTable } from "../../core/http/routes.ts";
 import { isApprovalId } from "../../core/ids.ts";
-import type { AskLedger } from "../../core/ledger/asks.ts";
+import type { AskLedger } from "../../adapters/sqlite/asks.ts";
 import { validateAccountAsk, validatePayAsk } from "../../core/schema/ask.ts";
 import { validateSpendAsk } from "../../core/schema/spend-ask.ts";
 
@@ -34,55 +35,6 @@ export type ApiOptions = {
 const NO_STORE = { "Cache-Control": "no-store" };
 const fail = (code: ErrorCode) => errorResponse(code, NO_STORE);
 
-class BodyRefused extends Error {
-  constructor(readonly code: ErrorCode) {
-    super(code);
-  }
-}
-
-/** `application/json`, optionally with `charset=utf-8`; anything else is refused. */
-function isJsonContentType(value: string | null): boolean {
-  if (value === null) return false;
-  const [media, ...params] = value.split(";").map((p) => p.trim().toLowerCase());
-  if (media !== "application/json") return false;
-  return params.every((p) => p === "" || p === "charset=utf-8" || p === 'charset="utf-8"');
-}
-
-/**
- * Reads at most MAX_BODY_BYTES and stops there: a client that lies about Content-Length, or
- * sends none (chunked), cannot make the approver buffer more.
- */
-async function readCappedBody(req: Request): Promise<Uint8Array> {
-  const declared = req.headers.get("content-length");
-  if (declared !== null && !(/^\d+$/.test(declared) && Number(declared) <= MAX_BODY_BYTES)) {
-    throw new BodyRefused(/^\d+$/.test(declared) ? "BODY_TOO_LARGE" : "BODY_INVALID");
-  }
-  let bytes: Uint8Array | undefined;
-  try {
-    bytes = await readAtMost(req.body, MAX_BODY_BYTES);
-  } catch {
-    // The client went away mid-body (or sent broken chunking): its fault, not a server fault.
-    throw new BodyRefused("BODY_INVALID");
-  }
-  if (bytes === undefined) throw new BodyRefused("BODY_TOO_LARGE");
-  return bytes;
-}
-
-const utf8 = new TextDecoder("utf-8", { fatal: true, ignoreBOM: false });
-
-async function readJsonObject(req: Request): Promise<Record<string, unknown>> {
-  if (!isJsonContentType(req.headers.get("content-type"))) throw new BodyRefused("CONTENT_TYPE_INVALID");
-  const bytes = await readCappedBody(req);
-  let value: unknown;
-  try {
-    value = JSON.parse(utf8.decode(bytes));
-  } catch {
-    throw new BodyRefused("BODY_INVALID");
-  }
-  if (typeof value !== "object" || value === null || Array.isArray(value)) throw new BodyRefused("BODY_INVALID");
-  return value as Record<string, unknown>;
-}
-
 /**
  * The server's TLS settings. Mutual TLS, with no switch to turn it off: a client without a
  * certificate from the client CA is refused in the handshake and never reaches a handler.
@@ -91,28 +43,13 @@ export function approverTls(files: { cert: string; key: string; ca: string }) {
   return { cert: files.cert, key: files.key, ca: files.ca, requestCert: true, rejectUnauthorized: true } as const;
 }
 
-const ASK_PATH = /^\/v1\/asks\/([^/]+)$/;
-const DECISION_PATH = /^\/v1\/asks\/([^/]+)\/decision$/;
 /** The asks each listener creates: an agent's certificate never reaches the spend route, nor the desk's the others. */
 const CREATES: Record<AskSide, readonly AskKind[]> = { agent: ["pay", "account"], desk: ["spend"] };
-
-/**
- * The request's path, query and fragment dropped. Read without the Host header, which any client
- * may fill with something that is no host (`a b`, `[::1`, `x:99999`): parsing the whole URL
- * would throw, and a client's bad header would become a server fault.
- */
-export function pathOf(url: string): string {
-  const rest = url.replace(/^[A-Za-z][A-Za-z0-9+.-]*:\/\/[^/?#]*/, "");
-  try {
-    return new URL(`https://approver.invalid${rest.startsWith("/") ? rest : `/${rest}`}`).pathname;
-  } catch {
-    return "";
-  }
-}
+const ASK_KINDS: readonly AskKind[] = ["pay", "account", "spend"];
 
 export function makeApproverApi(options: ApiOptions): (req: Request) => Promise<Response> {
   const create = async (req: Request, kind: AskKind): Promise<Response> => {
-    const body = await readJsonObject(req);
+    const body = await readJsonObject(req, MAX_BODY_BYTES);
     // Any holder of a client certificate can call this: every field is checked here again,
     // card-number net included, whatever serve-mcp (or the desk) already checked.
     const checked = kind === "pay" ? validatePayAsk(body, { maxAmount: options.maxAmount }) : kind === "account" ? validateAccountAsk(body) : validateSpendAsk(body);
@@ -150,22 +87,21 @@ export function makeApproverApi(options: ApiOptions): (req: Request) => Promise<
     return record ? Response.json(record, { status: 200, headers: NO_STORE }) : fail("DECISION_PENDING");
   };
 
-  const creates = CREATES[options.side];
+  const notFound = () => fail("NOT_FOUND");
+  const dispatch = routeTable<undefined>([
+    ...CREATES[options.side].map((kind) => ({ method: "POST", path: `/v1/asks/${kind}`, handle: (req: Request) => create(req, kind) })),
+    // The create paths are never read as an approval id.
+    ...ASK_KINDS.map((kind) => ({ method: "GET", path: `/v1/asks/${kind}`, handle: notFound })),
+    // Exactly as sent: a percent-escape is no part of an approval id.
+    { method: "GET", path: "/v1/asks/:id/decision", raw: true, handle: (_req, params) => decision(params.id!) },
+    { method: "GET", path: "/v1/asks/:id", raw: true, handle: (_req, params) => status(params.id!) },
+  ]);
+
   return async (req) => {
     try {
-      const path = pathOf(req.url);
-      if (req.method === "POST") {
-        const kind = creates.find((k) => path === `/v1/asks/${k}`);
-        return kind ? await create(req, kind) : fail("NOT_FOUND");
-      }
-      if (req.method !== "GET") return fail("NOT_FOUND");
-      const d = DECISION_PATH.exec(path);
-      if (d) return decision(d[1]!);
-      const m = ASK_PATH.exec(path);
-      if (m && !["pay", "account", "spend"].includes(m[1]!)) return status(m[1]!);
-      return fail("NOT_FOUND");
+      return (await dispatch(req, pathOf(req.url), undefined)) ?? notFound();
     } catch (err) {
-      if (err instanceof BodyRefused) return fail(err.code);
+      if (err instanceof WireError) return fail(err.code);
       options.onFault(err instanceof Error ? err.name : "non-error thrown");
       return fail("INTERNAL");
     }

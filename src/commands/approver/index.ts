@@ -3,10 +3,11 @@
 // console where the person decides. Stops cleanly on SIGINT or SIGTERM, after the steps that
 // run. `--print-decision-keys` and `--export-decisions` read the ledger and exit.
 import { createInterface } from "node:readline";
+import { serveHardened } from "../../adapters/bun/serve.ts";
 import { failure, info, type Streams } from "../../cli/voice.ts";
 import { askObject, type StoredAsk } from "../../core/asks.ts";
 import { formatDuration } from "../../core/duration.ts";
-import { errorResponse } from "../../core/errors.ts";
+import { urlHost } from "../../core/http/listen.ts";
 import { mintDemoRef } from "../../core/ids.ts";
 import { canonicalJson } from "../../core/receipt/canonical.ts";
 import { jwksOf } from "../../core/receipt/sign.ts";
@@ -51,25 +52,12 @@ function readLedger(mode: Exclude<ApproverMode, { kind: "serve" }>, streams: Str
 
 function listen(config: { hostname: string; port: number }, tls: ReturnType<typeof approverTls>, fetch: (req: Request) => Promise<Response>, flag: string) {
   try {
-    return Bun.serve({
-      hostname: config.hostname,
-      port: config.port,
-      tls,
-      fetch,
-      // Never development mode (a compiled binary reports "development" unless told): it may
-      // answer an uncaught error with its stack trace, which names files and agent input.
-      development: false,
-      // Explicit: outside development mode Bun turns SO_REUSEPORT on, and a second process on the
-      // same port would silently take a share of the asks instead of failing to start.
-      reusePort: false,
-      error: () => errorResponse("INTERNAL"),
-    });
+    return serveHardened({ hostname: config.hostname, port: config.port, tls, fetch });
   } catch (err) {
     throw failure(`cannot listen on ${config.hostname}:${config.port}: ${errnoCode(err)}`, `another process may hold the port; choose another with ${flag} HOST:PORT`);
   }
 }
 
-const shownHost = (hostname: string) => (hostname.includes(":") ? `[${hostname}]` : hostname);
 
 async function serve(config: ApproverConfig, streams: Streams): Promise<void> {
   const clock = () => new Date();
@@ -152,7 +140,7 @@ async function serve(config: ApproverConfig, streams: Streams): Promise<void> {
     onFault: (what: string) => info(streams, `internal fault while answering a request (${what})`),
   };
 
-  const servers: ReturnType<typeof Bun.serve>[] = [];
+  const servers: ReturnType<typeof serveHardened>[] = [];
   try {
     servers.push(listen(config, approverTls(tls), makeApproverApi({ ...apiOptions, side: "agent" }), "--listen"));
     if (config.desk && deskCa) {
@@ -171,9 +159,9 @@ async function serve(config: ApproverConfig, streams: Streams): Promise<void> {
   process.once("SIGINT", onSignal);
   process.once("SIGTERM", onSignal);
 
-  info(streams, `approver listening on https://${shownHost(config.hostname)}:${servers[0]!.port} (mutual TLS only)`);
+  info(streams, `approver listening on https://${urlHost(config.hostname)}:${servers[0]!.port} (mutual TLS only)`);
   if (config.desk && deskCa) {
-    info(streams, `approver listening for the desk on https://${shownHost(config.desk.hostname)}:${servers[1]!.port} (mutual TLS, desk CA only)`);
+    info(streams, `approver listening for the desk on https://${urlHost(config.desk.hostname)}:${servers[1]!.port} (mutual TLS, desk CA only)`);
   }
   info(streams, `ask ledger: ${config.dbPath}`);
   info(streams, `trusting clients certified by ${tls.caSubject} (${tls.paths.ca}, sha256 ${tls.caFingerprint256})`);

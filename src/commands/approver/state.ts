@@ -5,9 +5,9 @@
 import { basename, dirname, join } from "node:path";
 import { failure } from "../../cli/voice.ts";
 import { type DecisionSigner, decisionSigner } from "../../core/decision/sign.ts";
-import { AskLedger, type Clock } from "../../core/ledger/asks.ts";
-import { LedgerOpenError, sqliteFiles } from "../../core/ledger/database.ts";
-import { DataDirLock } from "../../core/ledger/desk-lock.ts";
+import { AskLedger, type Clock } from "../../adapters/sqlite/asks.ts";
+import { LedgerOpenError, sqliteFiles } from "../../adapters/sqlite/database.ts";
+import { DataDirLock } from "../../adapters/sqlite/lock.ts";
 import { checkPrivateFile, createPrivateFileIfMissing, openPrivateDir, PrivatePathError, readPrivateFile } from "../../core/private-files.ts";
 import { generateSigningKey, loadSigningKey, ReceiptKeyError, type SigningKey } from "../../core/receipt/sign.ts";
 

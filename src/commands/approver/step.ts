@@ -2,7 +2,7 @@
 // per approved pay or account ask with the stored ask as JSON on its standard input. It runs in
 // a session of its own (so a Ctrl-C meant for the approver does not reach it), with a minimal
 // environment, a deadline and bounded output; its first line of stdout is the approval's ref.
-// The ledger records that it started before it runs (core/ledger/asks.ts), so it never runs twice.
+// The ledger records that it started before it runs (adapters/sqlite/asks.ts), so it never runs twice.
 import type { AskKind, FailureRef } from "../../core/asks.ts";
 import { formatDuration } from "../../core/duration.ts";
 import { isSafeRef } from "../../core/ids.ts";

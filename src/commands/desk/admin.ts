@@ -1,12 +1,14 @@
-// The operator API under /admin (the caller is already checked to hold the admin token).
+// The operator API under /admin, as route-table entries (http.ts checks the admin token first).
 // Bodies are strict: an unknown field is FIELD_UNKNOWN, a missing one FIELD_MISSING, a bad value
 // VALUE_INVALID. Secrets leave once (a new key's secret) and credential headers never do.
-import { periodOf, RESETS, type Reset } from "../../core/desk/period.ts";
-import { newId, newKeySecret } from "../../core/desk/secrets.ts";
-import { DeskLedgerError, type KeyRow, spentIn } from "../../core/ledger/desk.ts";
-import { type Desk, DeskError } from "./desk.ts";
-import { type Body, fail, intIn, objectBody as body, onlyFields, optional, pathSegment, required, timestamp } from "./request.ts";
-import { sandboxAdmin } from "./sandbox.ts";
+import type { Desk } from "../../core/desk/desk.ts";
+import { RESETS, type Reset } from "../../core/desk/period.ts";
+import type { AuditEntry, DeskKey, Org, ToolRecord, UpstreamRecord } from "../../core/desk/records.ts";
+import type { AuditView, CreatedOrgView, KeySecretView, KeyView, OrgView, ToolView, UpstreamView } from "../../core/desk/wire.ts";
+import type { Route } from "../../core/http/routes.ts";
+import type { RequestExtra } from "./http.ts";
+import { type Body, fail, intIn, objectBody as body, onlyFields, optional, required, timestamp } from "./request.ts";
+import { clearSandbox, sandboxView, setSandbox } from "./sandbox.ts";
 
 const UPSTREAM_NAME = /^[a-z][a-z0-9-]{0,31}$/;
 /** The largest budget or price: stays an exact integer through JSON and SQLite. */
@@ -16,58 +18,42 @@ const HEADER_VALUE = /^[\x20-\x7e\t]{0,4096}$/;
 /** Headers the MCP transport sets itself: a sealed value must not override them. */
 const RESERVED_HEADERS = new Set(["host", "content-type", "content-length", "accept", "mcp-session-id", "mcp-protocol-version", "connection", "transfer-encoding"]);
 
-export type AdminRouter = (req: Request, url: URL) => Promise<Response>;
-
-/** Routes `/admin/...` by method and path shape (segments after /admin/, `:` for an id). */
-export function adminRoutes(desk: Desk): AdminRouter {
-  return async (req, url) => {
-    const parts = url.pathname.split("/").slice(2).map(pathSegment);
-    const route = `${req.method} ${parts.map((p, i) => (i === 0 ? p : ":")).join("/")}`;
-    switch (route) {
-      case "POST orgs":
-        return createOrg(desk, await body(req));
-      case "GET orgs":
-        return Response.json(desk.ledger.listOrgs().map((o) => ({ org_id: o.id, name: o.name, created_at: iso(o.created_at) })));
-      case "POST upstreams":
-        return addUpstream(desk, await body(req));
-      case "GET upstreams":
-        return Response.json(desk.ledger.listUpstreams().map(upstreamView));
-      case "POST upstreams/:/:":
-        if (parts[2] !== "refresh") break;
-        return refreshUpstream(desk, parts[1]!);
-      case "GET tools":
-        return Response.json(desk.ledger.listTools().map(toolView));
-      case "PUT tools/:":
-        return priceTool(desk, parts[1]!, await body(req));
-      case "POST keys":
-        return createKey(desk, await body(req));
-      case "GET keys":
-        return listKeys(desk, url);
-      case "GET keys/:":
-        return Response.json(keyView(existingKey(desk, parts[1]!), desk.now()));
-      case "PATCH keys/:":
-        return patchKey(desk, parts[1]!, await body(req));
-      case "POST keys/:/:":
-        if (parts[2] === "rotate") return rotateKey(desk, parts[1]!);
-        if (parts[2] === "revoke") return revokeKey(desk, parts[1]!);
-        break;
-      case "GET audit":
-        return audit(desk, url);
-      case "GET receipts":
-        return exportReceipts(desk, url);
-      case "GET sandbox":
-      case "PUT sandbox":
-      case "DELETE sandbox":
-        return sandboxAdmin(desk, req);
-      case "POST signing-key/:":
-        if (parts[1] === "rotate") return rotateSigningKey(desk);
-        break;
-    }
-    return fail("NOT_FOUND");
-  };
+/** The /admin routes (http.ts puts the admin-token guard on each). */
+export function adminRoutes(desk: Desk): Route<RequestExtra>[] {
+  return [
+    { method: "POST", path: "/admin/orgs", handle: async (req) => createOrg(desk, await body(req)) },
+    { method: "GET", path: "/admin/orgs", handle: async () => Response.json((await desk.orgs()).map(orgView)) },
+    { method: "POST", path: "/admin/upstreams", handle: async (req) => addUpstream(desk, await body(req)) },
+    { method: "GET", path: "/admin/upstreams", handle: async () => Response.json((await desk.upstreams()).map(upstreamView)) },
+    { method: "POST", path: "/admin/upstreams/:name/refresh", handle: (_req, p) => refreshUpstream(desk, p.name!) },
+    { method: "GET", path: "/admin/tools", handle: async () => Response.json((await desk.toolRecords()).map(toolView)) },
+    { method: "PUT", path: "/admin/tools/:name", handle: async (req, p) => priceTool(desk, p.name!, await body(req)) },
+    { method: "POST", path: "/admin/keys", handle: async (req) => createKey(desk, await body(req)) },
+    { method: "GET", path: "/admin/keys", handle: (_req, _p, x) => listKeys(desk, x.query) },
+    { method: "GET", path: "/admin/keys/:id", handle: async (_req, p) => Response.json(keyView(desk, await desk.key(p.id!))) },
+    { method: "PATCH", path: "/admin/keys/:id", handle: async (req, p) => patchKey(desk, p.id!, await body(req)) },
+    { method: "POST", path: "/admin/keys/:id/rotate", handle: (_req, p) => rotateKey(desk, p.id!) },
+    { method: "POST", path: "/admin/keys/:id/revoke", handle: (_req, p) => revokeKey(desk, p.id!) },
+    { method: "GET", path: "/admin/audit", handle: (_req, _p, x) => audit(desk, x.query) },
+    { method: "GET", path: "/admin/receipts", handle: (_req, _p, x) => exportReceipts(desk, x.query) },
+    { method: "GET", path: "/admin/sandbox", handle: () => sandboxView(desk) },
+    { method: "PUT", path: "/admin/sandbox", handle: (req) => setSandbox(desk, req) },
+    { method: "DELETE", path: "/admin/sandbox", handle: () => clearSandbox(desk) },
+    {
+      method: "POST",
+      path: "/admin/signing-key/rotate",
+      handle: async () => {
+        const { kid, retiredKid } = await desk.rotateSigner();
+        return Response.json({ kid, retired_kid: retiredKid });
+      },
+    },
+  ];
 }
 
-const iso = (ms: number | null) => (ms === null ? null : new Date(ms).toISOString());
+const iso = (ms: number) => new Date(ms).toISOString();
+const isoOrNull = (ms: number | null) => (ms === null ? null : iso(ms));
+
+const orgView = (o: Org): OrgView => ({ org_id: o.id, name: o.name, created_at: iso(o.createdAt) });
 
 const shortText = (max: number) => (v: unknown) => (typeof v === "string" && v.length >= 1 && v.length <= max && v.isWellFormed() ? v : undefined);
 const money = intIn(0, MAX_MC);
@@ -80,27 +66,26 @@ const priceMap = (v: unknown) => {
   return Object.fromEntries(entries) as Record<string, number>;
 };
 
-function createOrg(desk: Desk, b: Body): Response {
+async function createOrg(desk: Desk, b: Body): Promise<Response> {
   onlyFields(b, ["name"]);
-  const name = required(b, "name", shortText(200));
-  const org = desk.ledger.createOrg(newId("org"), name, desk.now());
-  return Response.json({ org_id: org.id, name: org.name }, { status: 201 });
+  const org = await desk.createOrg(required(b, "name", shortText(200)));
+  return Response.json({ org_id: org.id, name: org.name } satisfies CreatedOrgView, { status: 201 });
 }
 
-function upstreamView(u: { name: string; url: string; header_names: string; created_at: number; refreshed_at: number }) {
+function upstreamView(u: UpstreamRecord): UpstreamView {
   // Header names only: the values are sealed and never leave the desk.
-  return { name: u.name, url: u.url, header_names: JSON.parse(u.header_names) as string[], created_at: iso(u.created_at), refreshed_at: iso(u.refreshed_at) };
+  return { name: u.name, url: u.url, header_names: u.headerNames, created_at: iso(u.createdAt), refreshed_at: iso(u.refreshedAt) };
 }
 
-function toolView(t: { name: string; upstream: string; description: string; input_schema: string; price_mc: number; upstream_cost_mc: number; active: number }) {
+function toolView(t: ToolRecord): ToolView {
   return {
     name: t.name,
     upstream: t.upstream,
     description: t.description,
-    price_mc: t.price_mc,
-    upstream_cost_mc: t.upstream_cost_mc,
-    active: t.active === 1,
-    input_schema: JSON.parse(t.input_schema) as unknown,
+    price_mc: t.priceMc,
+    upstream_cost_mc: t.upstreamCostMc,
+    active: t.active,
+    input_schema: t.inputSchema,
   };
 }
 
@@ -123,96 +108,60 @@ async function addUpstream(desk: Desk, b: Body): Promise<Response> {
       }
       return Object.fromEntries(entries) as Record<string, string>;
     }) ?? {};
-  try {
-    const { tools } = await desk.addUpstream(name, url, headers);
-    return Response.json({ name, url: url.href, header_names: Object.keys(headers), tools }, { status: 201 });
-  } catch (err) {
-    if (err instanceof DeskError) fail(err.code, err.detail);
-    throw err;
-  }
+  const { tools } = await desk.addUpstream(name, url, headers);
+  return Response.json({ name, url: url.href, header_names: Object.keys(headers), tools }, { status: 201 });
 }
 
 async function refreshUpstream(desk: Desk, name: string): Promise<Response> {
-  try {
-    const { tools } = await desk.refreshUpstream(name);
-    return Response.json({ name, tools });
-  } catch (err) {
-    if (err instanceof DeskError) fail(err.code, err.detail);
-    throw err;
-  }
+  const { tools } = await desk.refreshUpstream(name);
+  return Response.json({ name, tools });
 }
 
-function priceTool(desk: Desk, name: string, b: Body): Response {
+async function priceTool(desk: Desk, name: string, b: Body): Promise<Response> {
   onlyFields(b, ["price_mc", "upstream_cost_mc"]);
   const price = required(b, "price_mc", money);
   const cost = required(b, "upstream_cost_mc", money);
-  if (!desk.ledger.setToolPrice(name, price, cost)) fail("TOOL_UNKNOWN");
-  desk.reloadTools();
-  return Response.json(toolView(desk.ledger.getTool(name)!));
+  return Response.json(toolView(await desk.priceTool(name, price, cost)));
 }
 
-function keyView(k: KeyRow, now: number) {
-  const period = periodOf(k.reset, now);
-  const spent = spentIn(k, period);
+function keyView(desk: Desk, k: DeskKey): KeyView {
+  const budget = desk.budgetOf(k);
   return {
     key_id: k.id,
-    org_id: k.org_id,
+    org_id: k.orgId,
     name: k.name,
-    budget_mc: k.budget_mc,
-    spent_mc: spent,
-    remaining_mc: Math.max(0, k.budget_mc - spent),
+    budget_mc: k.budgetMc,
+    spent_mc: budget.spentMc,
+    remaining_mc: budget.remainingMc,
     reset: k.reset,
-    period,
-    allow: JSON.parse(k.allow) as string[],
-    prices: JSON.parse(k.prices) as Record<string, number>,
-    expires_at: iso(k.expires_at),
-    revoked_at: iso(k.revoked_at),
-    created_at: iso(k.created_at),
+    period: budget.period,
+    allow: k.allow,
+    prices: k.prices,
+    expires_at: isoOrNull(k.expiresAt),
+    revoked_at: isoOrNull(k.revokedAt),
+    created_at: iso(k.createdAt),
   };
 }
 
-function existingKey(desk: Desk, id: string): KeyRow {
-  return desk.ledger.getKey(id) ?? fail("KEY_UNKNOWN");
-}
-
-function createKey(desk: Desk, b: Body): Response {
+async function createKey(desk: Desk, b: Body): Promise<Response> {
   onlyFields(b, ["org_id", "name", "budget_mc", "reset", "allow", "prices", "expires_at"]);
   const orgId = required(b, "org_id", shortText(64));
-  const budget = required(b, "budget_mc", money);
+  const budgetMc = required(b, "budget_mc", money);
   const reset = required(b, "reset", (v) => (RESETS.includes(v as Reset) ? (v as Reset) : undefined));
   const allow = required(b, "allow", toolList);
   const name = optional(b, "name", shortText(200)) ?? "";
   const prices = optional(b, "prices", priceMap) ?? {};
   const expiresAt = optional(b, "expires_at", timestamp) ?? null;
-  if (desk.ledger.getOrg(orgId) === null) fail("ORG_UNKNOWN");
-  const now = desk.now();
-  const id = newId("key");
-  const secret = newKeySecret();
-  desk.ledger.createKey({
-    id,
-    orgId,
-    name,
-    lookup: secret.lookup,
-    secretSha256: secret.hash,
-    budgetMc: budget,
-    reset,
-    period: periodOf(reset, now),
-    allow,
-    prices,
-    expiresAt,
-    now,
-  });
-  return Response.json({ key_id: id, secret: secret.secret }, { status: 201, headers: { "cache-control": "no-store" } });
+  const { keyId, secret } = await desk.createKey({ orgId, name, budgetMc, reset, allow, prices, expiresAt });
+  return Response.json({ key_id: keyId, secret } satisfies KeySecretView, { status: 201, headers: { "cache-control": "no-store" } });
 }
 
-function listKeys(desk: Desk, url: URL): Response {
-  const orgId = url.searchParams.get("org_id");
-  if (orgId !== null && desk.ledger.getOrg(orgId) === null) fail("ORG_UNKNOWN");
-  const now = desk.now();
-  return Response.json(desk.ledger.listKeys(orgId).map((k) => keyView(k, now)));
+async function listKeys(desk: Desk, query: URLSearchParams): Promise<Response> {
+  const keys = await desk.keys(query.get("org_id"));
+  return Response.json(keys.map((k) => keyView(desk, k)));
 }
 
-function patchKey(desk: Desk, id: string, b: Body): Response {
+async function patchKey(desk: Desk, id: string, b: Body): Promise<Response> {
   // reset is fixed at creation: moving a key between period kinds mid-period has no safe answer.
   onlyFields(b, ["name", "budget_mc", "allow", "prices", "expires_at"]);
   const patch = {
@@ -222,54 +171,50 @@ function patchKey(desk: Desk, id: string, b: Body): Response {
     prices: optional(b, "prices", priceMap),
     expiresAt: optional(b, "expires_at", timestamp),
   };
-  try {
-    const now = desk.now();
-    return Response.json(keyView(desk.ledger.patchKey(id, patch, now), now));
-  } catch (err) {
-    if (err instanceof DeskLedgerError && err.code === "MISSING") fail("KEY_UNKNOWN");
-    // A budget below what this period already spent would break spent <= budget.
-    if (err instanceof DeskLedgerError && err.code === "OVER_BUDGET") fail("VALUE_INVALID", { field: "budget_mc" });
-    throw err;
-  }
+  return Response.json(keyView(desk, await desk.patchKey(id, patch)));
 }
 
-function rotateKey(desk: Desk, id: string): Response {
-  existingKey(desk, id);
-  const secret = newKeySecret();
-  desk.ledger.rotateKey(id, secret.lookup, secret.hash);
-  return Response.json({ key_id: id, secret: secret.secret }, { headers: { "cache-control": "no-store" } });
+async function rotateKey(desk: Desk, id: string): Promise<Response> {
+  const secret = await desk.rotateKey(id);
+  return Response.json({ key_id: id, secret } satisfies KeySecretView, { headers: { "cache-control": "no-store" } });
 }
 
-function revokeKey(desk: Desk, id: string): Response {
-  existingKey(desk, id);
-  desk.ledger.revokeKey(id, desk.now());
-  return Response.json(keyView(desk.ledger.getKey(id)!, desk.now()));
+async function revokeKey(desk: Desk, id: string): Promise<Response> {
+  return Response.json(keyView(desk, await desk.revokeKey(id)));
 }
 
-function sinceParam(url: URL): number | null {
-  const since = url.searchParams.get("since");
+function sinceParam(query: URLSearchParams): number | null {
+  const since = query.get("since");
   if (since === null) return null;
   const ms = timestamp(since);
   if (ms === undefined || ms === null) fail("VALUE_INVALID", { field: "since" });
   return ms;
 }
 
-function audit(desk: Desk, url: URL): Response {
-  const limitText = url.searchParams.get("limit");
+function auditView(a: AuditEntry): AuditView {
+  return {
+    at: iso(a.at),
+    org_id: a.orgId,
+    key_id: a.keyId,
+    tool: a.tool,
+    outcome: a.outcome,
+    http_status: a.httpStatus,
+    price_mc: a.priceMc,
+    upstream_cost_mc: a.upstreamCostMc,
+    margin_mc: a.marginMc,
+    receipt_id: a.receiptId,
+  };
+}
+
+async function audit(desk: Desk, query: URLSearchParams): Promise<Response> {
+  const limitText = query.get("limit");
   const limit = limitText === null ? 1000 : Number(limitText);
   if (!Number.isSafeInteger(limit) || limit < 1 || limit > 10_000) fail("VALUE_INVALID", { field: "limit" });
-  const rows = desk.ledger.listAudit({ orgId: url.searchParams.get("org_id"), keyId: url.searchParams.get("key_id"), sinceMs: sinceParam(url), limit });
-  return Response.json(rows.map((r) => ({ ...r, at: iso(r.at) })));
+  const entries = await desk.audit({ orgId: query.get("org_id"), keyId: query.get("key_id"), sinceMs: sinceParam(query), limit });
+  return Response.json(entries.map(auditView));
 }
 
-function exportReceipts(desk: Desk, url: URL): Response {
-  const rows = desk.ledger.listReceipts(url.searchParams.get("org_id"), sinceParam(url));
-  const lines = rows.map((r) => `${r.envelope}\n`).join("");
-  return new Response(lines, { headers: { "content-type": "application/x-ndjson" } });
-}
-
-function rotateSigningKey(desk: Desk): Response {
-  const retired = desk.signer.kid;
-  const kid = desk.rotateSigner();
-  return Response.json({ kid, retired_kid: retired });
+async function exportReceipts(desk: Desk, query: URLSearchParams): Promise<Response> {
+  const receipts = await desk.exportReceipts({ orgId: query.get("org_id"), sinceMs: sinceParam(query) });
+  return new Response(receipts.map((r) => `${r.envelope}\n`).join(""), { headers: { "content-type": "application/x-ndjson" } });
 }

@@ -1,8 +1,9 @@
-// Serves the operator console (./console/) at /console with its security headers. The compiled
+// Serves the operator console (src/web/console/) at /console with its security headers. The compiled
 // binary carries the bundle Bun built from the HTML import (page.files: HTML, JS, CSS inside
 // the executable); run from source, the same HTML is bundled once, in memory, on first request.
 // Either way nothing is fetched from elsewhere and every answer carries the same headers.
-import page from "./console/index.html";
+import { errorResponse } from "../../core/errors.ts";
+import page from "../../web/console/index.html";
 
 /**
  * Headers on the console page and its assets. The CSP allows only the desk's own script, style
@@ -58,7 +59,7 @@ let bundle: Promise<ConsoleBundle> | undefined;
 
 function respond(req: Request, body: Blob | string, type: string, cache: string): Response {
   if (req.method !== "GET" && req.method !== "HEAD") {
-    return Response.json({ error: "NOT_FOUND" }, { status: 404, headers: CONSOLE_HEADERS });
+    return errorResponse("NOT_FOUND", CONSOLE_HEADERS);
   }
   return new Response(req.method === "HEAD" ? null : body, { headers: { ...CONSOLE_HEADERS, "content-type": type, "cache-control": cache } });
 }
@@ -68,10 +69,10 @@ async function servePage(req: Request): Promise<Response> {
   return respond(req, (await bundle).html, "text/html;charset=utf-8", "no-cache");
 }
 
-async function serveAsset(req: Request & { params: { name: string } }): Promise<Response> {
+async function serveAsset(req: Request & { params: Record<string, string> }): Promise<Response> {
   bundle ??= loadBundle();
-  const asset = (await bundle).assets.get(req.params.name);
-  if (asset === undefined) return Response.json({ error: "NOT_FOUND" }, { status: 404, headers: CONSOLE_HEADERS });
+  const asset = (await bundle).assets.get(req.params.name ?? "");
+  if (asset === undefined) return errorResponse("NOT_FOUND", CONSOLE_HEADERS);
   // Content-hashed names: a new build gets new names, so a long cache is safe.
   return respond(req, asset.body, asset.type, "public, max-age=31536000, immutable");
 }

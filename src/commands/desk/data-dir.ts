@@ -5,9 +5,9 @@
 import { randomBytes } from "node:crypto";
 import { join } from "node:path";
 import { failure } from "../../cli/voice.ts";
-import { beforeSqliteOpen, sqliteFiles } from "../../core/ledger/database.ts";
-import { DeskLedger, type DeskLedgerOptions } from "../../core/ledger/desk.ts";
-import { DataDirLock, LOCK_FILE } from "../../core/ledger/desk-lock.ts";
+import { beforeSqliteOpen, sqliteFiles } from "../../adapters/sqlite/database.ts";
+import { SqliteDeskLedger, type SqliteDeskLedgerOptions } from "../../adapters/sqlite/desk/ledger.ts";
+import { DataDirLock, LOCK_FILE } from "../../adapters/sqlite/lock.ts";
 import {
   canonicalPath,
   checkPrivateFile,
@@ -99,6 +99,6 @@ export function readSecret(path: string): Buffer {
 }
 
 /** Opens the desk ledger of the directory; its files are checked again around SQLite's open. */
-export function openDeskLedger(d: DataDir, options: DeskLedgerOptions): DeskLedger {
-  return trusted(() => new DeskLedger(d.db, options));
+export function openDeskLedger(d: DataDir, options: SqliteDeskLedgerOptions): SqliteDeskLedger {
+  return trusted(() => new SqliteDeskLedger(d.db, options));
 }

@@ -1,18 +1,17 @@
-// The desk's HTTP surface as one `fetch(Request) → Response` function: the agents' REST API,
-// the public JWKS and the operator API. Tests call it in-process; the binary serves it.
-import { periodOf } from "../../core/desk/period.ts";
+// The desk's HTTP surface as one `fetch(Request) → Response` function over one route table: the
+// agents' REST API (agent.ts), the MCP endpoint (mcp.ts), the public JWKS, the sandbox
+// (sandbox.ts) and the operator API (admin.ts). Tests call it in-process; the binary serves it.
+import type { Desk } from "../../core/desk/desk.ts";
+import { unrecorded } from "../../core/desk/outcomes.ts";
 import { bearerOf, constantTimeEqual, sha256 } from "../../core/desk/secrets.ts";
-import { ERRORS, type ErrorCode, errorResponse } from "../../core/errors.ts";
-import { spentIn } from "../../core/ledger/desk.ts";
-import { type Envelope, resultSha256 } from "../../core/receipt/index.ts";
+import { type ErrorCode, errorResponse, WireError } from "../../core/errors.ts";
+import { type Route, routeTable, targetOf } from "../../core/http/routes.ts";
 import { adminRoutes } from "./admin.ts";
-import { allowedTools, type ClearingOutcome, clear, validKey } from "./clearing.ts";
-import type { Desk } from "./desk.ts";
+import { agentKey, agentReceipts, agentTools, clearingHeaders, heldResult, receiptById, toolCall } from "./agent.ts";
 import { MCP_PATH, mcpEndpoint } from "./mcp.ts";
-import { HttpFailure, MAX_BODY_BYTES, pathSegment, readJson, timestamp } from "./request.ts";
+import { MAX_BODY_BYTES } from "./request.ts";
 import { type PeerSource, sandboxKey } from "./sandbox.ts";
 import { siteCheck } from "./site-check.ts";
-
 
 export type HandlerOptions = {
   /** SHA-256 of the operator's admin token. */
@@ -32,201 +31,63 @@ export type ServerInfo = PeerSource & { readonly port?: number | undefined };
 
 export type Handler = (req: Request, server?: ServerInfo) => Promise<Response>;
 
+/** What every route may read beside the request: the server it came through and the query. */
+export type RequestExtra = { server: ServerInfo | undefined; query: URLSearchParams };
+
+/** A path with no answer; on /v1/tools/… it still gets the clearing headers (thrown, for the handler to add them). */
+const notFound = (): never => {
+  throw new WireError("NOT_FOUND");
+};
+
+const TOOLS_PREFIX = "/v1/tools/";
 
 export function createHandler(desk: Desk, options: HandlerOptions): Handler {
-  const admin = adminRoutes(desk);
-  // Hashes compared in constant time: response timing tells nothing about a guessed token.
-  const isAdmin = (req: Request) => {
-    const token = bearer(req);
-    return token !== null && constantTimeEqual(sha256(token), options.adminTokenSha256);
-  };
-
+  const onInternal = options.onInternal ?? (() => {});
   const mcp = mcpEndpoint(desk, { ...options, maxBodyBytes: MAX_BODY_BYTES });
   const ourSite = siteCheck(options);
+  // Before the key is read, before the sandbox counts anything (site-check.ts).
+  const site = (req: Request, x: RequestExtra) => (ourSite(req, x.server) ? null : errorResponse("HOST_REFUSED"));
+  // Hashes compared in constant time: response timing tells nothing about a guessed token.
+  const isOperator = (req: Request) => {
+    const token = bearerOf(req.headers.get("authorization"));
+    return token !== null && constantTimeEqual(sha256(token), options.adminTokenSha256);
+  };
+  const operator = (req: Request) => (isOperator(req) ? null : errorResponse("ADMIN_TOKEN_INVALID"));
+
+  const routes: Route<RequestExtra>[] = [
+    { method: "*", path: MCP_PATH, guard: site, handle: (req) => mcp(req) },
+    { method: "POST", path: "/v1/sandbox/keys", guard: site, handle: (req, _p, x) => sandboxKey(desk, req, x.server, options.trustProxy === true) },
+    { method: "*", path: "/v1/sandbox/keys", guard: site, handle: notFound },
+    // An empty tool name too: the clearing path answers it (TOOL_UNKNOWN, with the headers).
+    { method: "POST", path: `${TOOLS_PREFIX}*tool`, handle: (req, p) => toolCall(desk, req, p.tool!, onInternal) },
+    {
+      method: "GET",
+      path: "/.well-known/receipt-signing-key.json",
+      // no-cache: right after a rotation, a cached key set would fail the new receipts.
+      handle: async () => Response.json(await desk.jwks(), { headers: { "cache-control": "no-cache" } }),
+    },
+    { method: "GET", path: "/v1/tools", handle: (req) => agentTools(desk, req) },
+    { method: "GET", path: "/v1/key", handle: (req) => agentKey(desk, req) },
+    { method: "GET", path: "/v1/receipts", handle: (req, _p, x) => agentReceipts(desk, req, x.query) },
+    { method: "GET", path: "/v1/receipts/:id/result", handle: (req, p) => heldResult(desk, req, p.id!) },
+    { method: "GET", path: "/v1/receipts/:id", handle: (req, p) => receiptById(desk, req, p.id!, isOperator(req)) },
+    ...adminRoutes(desk).map((r) => ({ ...r, guard: operator })),
+    // Every other path under /admin is the operator's too: a wrong token is told so first.
+    { method: "*", path: "/admin", guard: operator, handle: notFound },
+    { method: "*", path: "/admin/*rest", guard: operator, handle: notFound },
+  ];
+  const dispatch = routeTable(routes);
 
   return async (req, server) => {
-    const url = new URL(req.url);
-    const path = url.pathname;
+    const { path, query } = targetOf(req.url);
     try {
-      // Before the key is read, before the sandbox counts anything (site-check.ts).
-      if ((path === MCP_PATH || path === "/v1/sandbox/keys") && !ourSite(req, server)) return errorResponse("HOST_REFUSED");
-      if (path === MCP_PATH) return await mcp(req);
-      if (path === "/v1/sandbox/keys") {
-        if (req.method !== "POST") throw new HttpFailure("NOT_FOUND");
-        return sandboxKey(desk, req, server, options.trustProxy === true);
-      }
-      // Every /v1/tools/… answer carries the clearing headers, an empty tool name too.
-      if (path.startsWith("/v1/tools/")) {
-        if (req.method !== "POST") throw new HttpFailure("NOT_FOUND");
-        return await toolCall(desk, req, pathSegment(path.slice("/v1/tools/".length)), options);
-      }
-      if (req.method === "GET" && path === "/.well-known/receipt-signing-key.json") {
-        // no-cache: right after a rotation, a cached key set would fail the new receipts.
-        return Response.json(desk.jwks(), { headers: { "cache-control": "no-cache" } });
-      }
-      if (req.method === "GET" && path === "/v1/tools") return agentTools(desk, req);
-      if (req.method === "GET" && path === "/v1/key") return agentKey(desk, req);
-      if (req.method === "GET" && path === "/v1/receipts") return agentReceipts(desk, req, url);
-      if (req.method === "GET" && path.startsWith("/v1/receipts/") && path.endsWith("/result")) {
-        return heldResult(desk, req, pathSegment(path.slice("/v1/receipts/".length, -"/result".length)), options);
-      }
-      if (req.method === "GET" && path.startsWith("/v1/receipts/")) {
-        return receiptById(desk, req, pathSegment(path.slice("/v1/receipts/".length)), isAdmin(req));
-      }
-      if (path === "/admin" || path.startsWith("/admin/")) {
-        if (!isAdmin(req)) return errorResponse("ADMIN_TOKEN_INVALID");
-        return await admin(req, url);
-      }
-      return errorResponse("NOT_FOUND");
+      return (await dispatch(req, path, { server, query })) ?? notFound();
     } catch (err) {
-      const internal = !(err instanceof HttpFailure);
-      if (internal) options.onInternal?.(err);
+      const internal = !(err instanceof WireError);
+      if (internal) onInternal(err);
       const code: ErrorCode = internal ? "INTERNAL" : err.code;
-      const tools = path.startsWith("/v1/tools/");
-      const outcome = internal ? "internal_error" : "refused_request";
-      return errorResponse(
-        code,
-        tools ? clearingHeaders({ status: ERRORS[code].http, outcome, error: code, priceMc: 0, remainingMc: null }) : undefined,
-        internal ? undefined : err.detail,
-      );
+      // Every /v1/tools/… answer carries the clearing headers.
+      return errorResponse(code, path.startsWith(TOOLS_PREFIX) ? clearingHeaders(unrecorded(code)) : undefined, internal ? undefined : err.detail);
     }
   };
-}
-
-const httpStatusOf = (code: ErrorCode) => ERRORS[code].http;
-
-
-const bearer = (req: Request) => bearerOf(req.headers.get("authorization"));
-
-
-function clearingHeaders(o: ClearingOutcome): Record<string, string> {
-  const headers: Record<string, string> = {
-    "x-clearing-outcome": o.outcome,
-    "x-clearing-price-mc": String(o.priceMc),
-    "x-clearing-remaining-mc": String(o.remainingMc ?? 0),
-  };
-  if (o.receipt) headers["x-clearing-receipt-id"] = o.receipt.receipt.id;
-  return headers;
-}
-
-async function toolCall(desk: Desk, req: Request, tool: string, options: HandlerOptions): Promise<Response> {
-  let args: unknown;
-  try {
-    args = await readJson(req);
-  } catch (err) {
-    if (!(err instanceof HttpFailure)) throw err;
-    const refused: ClearingOutcome = { status: httpStatusOf(err.code), outcome: "refused_request", error: err.code, priceMc: 0, remainingMc: null };
-    return Response.json({ error: err.code }, { status: refused.status, headers: clearingHeaders(refused) });
-  }
-  let o: ClearingOutcome;
-  try {
-    o = await clear(desk, bearer(req), tool, args, req.signal);
-  } catch (err) {
-    // A fault of the desk (the ledger unavailable, say): a reservation it left open is refunded
-    // by the sweep; the agent still gets the clearing headers.
-    options.onInternal?.(err);
-    o = { status: 500, outcome: "internal_error", error: "INTERNAL", priceMc: 0, remainingMc: null };
-  }
-  const headers = clearingHeaders(o);
-  if (o.status === 200) return Response.json({ result: o.result, receipt: o.receipt }, { headers });
-  const body: { error: ErrorCode; problems?: unknown; receipt?: Envelope } = { error: o.error! };
-  if (o.problems) body.problems = o.problems;
-  if (o.receipt) body.receipt = o.receipt;
-  return Response.json(body, { status: o.status, headers });
-}
-
-function agentKeyOf(desk: Desk, req: Request) {
-  return validKey(desk, bearer(req), desk.now());
-}
-
-function agentTools(desk: Desk, req: Request): Response {
-  const key = agentKeyOf(desk, req);
-  if (key === null) return errorResponse("KEY_INVALID");
-  const tools = allowedTools(desk, key).map(({ tool, priceMc }) => ({
-    name: tool.row.name,
-    description: tool.row.description,
-    price_mc: priceMc,
-    input_schema: tool.schema,
-    // What the upstream declared of the answer and the tool's behaviour (null when it did not).
-    output_schema: tool.listing.outputSchema ?? null,
-    annotations: tool.listing.annotations ?? null,
-  }));
-  return Response.json({ tools });
-}
-
-function agentKey(desk: Desk, req: Request): Response {
-  const key = agentKeyOf(desk, req);
-  if (key === null) return errorResponse("KEY_INVALID");
-  const period = periodOf(key.reset, desk.now());
-  const spent = spentIn(key, period);
-  return Response.json({
-    key_id: key.id,
-    org_id: key.org_id,
-    budget_mc: key.budget_mc,
-    spent_mc: spent,
-    remaining_mc: Math.max(0, key.budget_mc - spent),
-    reset: key.reset,
-    period,
-  });
-}
-
-/** A receipt is visible to keys of its own organization, and to the operator. */
-function receiptById(desk: Desk, req: Request, id: string, admin: boolean): Response {
-  let orgId: string | null = null;
-  if (!admin) {
-    const key = agentKeyOf(desk, req);
-    if (key === null) return errorResponse("KEY_INVALID");
-    orgId = key.org_id;
-  }
-  const row = desk.ledger.getReceipt(id);
-  // Another org's receipt answers exactly like a missing one, so ids cannot be probed across orgs.
-  if (row === null || (orgId !== null && row.org_id !== orgId)) return errorResponse("RECEIPT_UNKNOWN");
-  return new Response(row.envelope, { headers: { "content-type": "application/json" } });
-}
-
-/** Receipts an agent's key may list at once (GET /v1/receipts). */
-const MAX_LISTED_RECEIPTS = 1000;
-
-/**
- * GET /v1/receipts?since=&limit=: the calling key's own receipts, in chain order, so an agent
- * that lost its connection mid-call finds the receipt of what it was charged for, and which of
- * them hold a result it can still fetch.
- */
-function agentReceipts(desk: Desk, req: Request, url: URL): Response {
-  const key = agentKeyOf(desk, req);
-  if (key === null) return errorResponse("KEY_INVALID");
-  const sinceText = url.searchParams.get("since");
-  const since = sinceText === null ? 0 : timestamp(sinceText);
-  if (since === undefined || since === null) throw new HttpFailure("VALUE_INVALID", { field: "since" });
-  const limitText = url.searchParams.get("limit");
-  const limit = limitText === null ? 100 : Number(limitText);
-  if (!Number.isSafeInteger(limit) || limit < 1 || limit > MAX_LISTED_RECEIPTS) throw new HttpFailure("VALUE_INVALID", { field: "limit" });
-  const rows = desk.ledger.keyReceipts(key.id, since, limit);
-  const held = desk.ledger.heldAmong(
-    rows.map((r) => r.id),
-    desk.now(),
-  );
-  const receipts = rows.map((r) => JSON.parse(r.envelope) as Envelope);
-  return Response.json({ receipts, held_results: rows.filter((r) => held.has(r.id)).map((r) => r.id) });
-}
-
-/**
- * GET /v1/receipts/{id}/result: the result of a charged call whose agent disconnected before
- * the answer, for the key that paid, as the success body would have carried it. Checked against
- * the receipt's result_sha256 before it leaves.
- */
-function heldResult(desk: Desk, req: Request, id: string, options: HandlerOptions): Response {
-  const key = agentKeyOf(desk, req);
-  if (key === null) return errorResponse("KEY_INVALID");
-  const held = desk.ledger.heldResult(id, desk.now());
-  const row = held === null ? null : desk.ledger.getReceipt(id);
-  // Another key's held result answers exactly like none.
-  if (held === null || row === null || held.key_id !== key.id || row.key_id !== key.id) return errorResponse("RESULT_UNKNOWN");
-  const result = JSON.parse(held.result) as Record<string, unknown>;
-  const receipt = JSON.parse(row.envelope) as Envelope;
-  if (resultSha256(result) !== receipt.receipt.result_sha256) {
-    options.onInternal?.(new Error(`held result of receipt ${id} does not match its result_sha256`));
-    return errorResponse("INTERNAL");
-  }
-  return Response.json({ result, receipt });
 }

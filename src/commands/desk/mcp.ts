@@ -13,12 +13,13 @@ import {
   ErrorCode as RpcErrorCode,
   SUPPORTED_PROTOCOL_VERSIONS,
 } from "@modelcontextprotocol/sdk/types.js";
+import { type ClearingOutcome, unrecorded } from "../../core/desk/outcomes.ts";
 import { bearerOf } from "../../core/desk/secrets.ts";
 import { type ErrorCode, errorBody, errorResponse } from "../../core/errors.ts";
 import { headerAsksOtherVersion, newerRevisionProbe, unsupportedVersion } from "../../core/mcp-version.ts";
+import { formatPrice } from "../../core/money/millicents.ts";
 import { withReceipt } from "../../core/receipt/index.ts";
-import { allowedTools, type ClearingOutcome, clear, validKey } from "./clearing.ts";
-import type { Desk } from "./desk.ts";
+import type { Desk } from "../../core/desk/desk.ts";
 
 export const MCP_PATH = "/mcp";
 const WWW_AUTHENTICATE_REALM = 'Bearer realm="ask-only desk"';
@@ -46,7 +47,7 @@ export function mcpEndpoint(desk: Desk, options: McpOptions): McpEndpoint {
   const idle: Server[] = [];
   return async (req) => {
     const given = bearerOf(req.headers.get("authorization"));
-    if (given === null || validKey(desk, given, desk.now()) === null) {
+    if (given === null || (await desk.validKey(given)) === null) {
       const challenge = given === null ? WWW_AUTHENTICATE_REALM : `${WWW_AUTHENTICATE_REALM}, error="invalid_token"`;
       return errorResponse("KEY_INVALID", { "www-authenticate": challenge });
     }
@@ -88,12 +89,12 @@ function buildServer(desk: Desk, options: McpOptions): Server {
   const server = new Server(SERVER_INFO, { capabilities: { tools: {} } });
   server.setRequestHandler(ListToolsRequestSchema, async (_request, extra) => {
     // Read again: a key revoked or changed since the auth check shows what it has now.
-    const key = validKey(desk, secretOf(extra), desk.now());
+    const key = await desk.validKey(secretOf(extra));
     if (key === null) return { tools: [] };
-    const tools = allowedTools(desk, key).map(({ tool, priceMc }) => {
-      const text = tool.row.description.trim();
+    const tools = desk.allowedTools(key).map(({ tool, priceMc }) => {
+      const text = tool.description.trim();
       // The upstream's own fields (title, outputSchema, annotations, _meta) as it listed them.
-      return { ...tool.listing, name: tool.row.name, description: `${text === "" ? "" : `${text} `}${priceSentence(priceMc)}`, inputSchema: tool.schema as { type: "object" } };
+      return { ...tool.listing, name: tool.name, description: `${text === "" ? "" : `${text} `}${priceSentence(priceMc)}`, inputSchema: tool.inputSchema as { type: "object" } };
     });
     return { tools };
   });
@@ -114,10 +115,10 @@ function buildServer(desk: Desk, options: McpOptions): Server {
     const args = request.params.arguments ?? {};
     let outcome: ClearingOutcome;
     try {
-      outcome = await clear(desk, secret, request.params.name, args);
+      outcome = await desk.clear(secret, request.params.name, args);
     } catch (err) {
       options.onInternal?.(err);
-      return refusal({ status: 500, outcome: "internal_error", error: "INTERNAL", priceMc: 0, remainingMc: null });
+      return refusal(unrecorded("INTERNAL"));
     }
     if (outcome.status === 200 && outcome.result !== undefined && outcome.receipt !== undefined) {
       return withReceipt(outcome.result, outcome.receipt);
@@ -137,10 +138,6 @@ function refusal(o: ClearingOutcome) {
 }
 
 /** "Price: 1,500 mc (1.5 cents) per call." */
-export function priceSentence(mc: number): string {
-  const group = (n: number) => String(n).replace(/\B(?=(\d{3})+(?!\d))/g, ",");
-  const whole = Math.floor(mc / 1000);
-  const frac = String(mc % 1000).padStart(3, "0").replace(/0+$/, "");
-  const cents = frac === "" ? group(whole) : `${group(whole)}.${frac}`;
-  return `Price: ${group(mc)} mc (${cents} ${cents === "1" ? "cent" : "cents"}) per call.`;
+export function priceSentence(value: number): string {
+  return `Price: ${formatPrice(value)} per call.`;
 }

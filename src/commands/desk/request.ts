@@ -1,60 +1,17 @@
-// Reading a request below the handler: the JSON body (application/json only, capped), path
-// segments, and strict operator bodies for /admin and /admin/sandbox alike: a JSON object, no
-// field outside the known ones (FIELD_UNKNOWN), required fields present (FIELD_MISSING), each
-// value read by its rule (VALUE_INVALID when the rule refuses it). A typo never passes silently,
-// and each of the three answers names its field. Every failure is an HttpFailure, which the
-// handler answers as {"error":CODE} (with "field" for those three).
-import { readAtMost } from "../../core/body.ts";
-import type { ErrorCode, ErrorDetail } from "../../core/errors.ts";
+// The operator's request bodies, for /admin and /admin/sandbox alike: a JSON object, no field
+// outside the known ones (FIELD_UNKNOWN), required fields present (FIELD_MISSING), each value read
+// by its rule (VALUE_INVALID when the rule refuses it). A typo never passes silently, and each of
+// the three answers names its field. Every failure is a WireError, which the handler answers as
+// {"error":CODE} (with "field" for those three).
+import { type ErrorCode, type ErrorDetail, WireError } from "../../core/errors.ts";
+import { readJsonBody } from "../../core/http/body.ts";
 
 /** Largest request body accepted (tool arguments and operator requests). */
 export const MAX_BODY_BYTES = 1024 * 1024;
 
-/** A failure to answer with `{"error":CODE}` (plus what it points at) from anywhere below the handler. */
-export class HttpFailure extends Error {
-  constructor(
-    readonly code: ErrorCode,
-    readonly detail?: ErrorDetail,
-  ) {
-    super(code);
-  }
-}
-
-/** A path segment decoded; a malformed escape is thrown as NOT_FOUND (never a 500). */
-export function pathSegment(raw: string): string {
-  try {
-    return decodeURIComponent(raw);
-  } catch {
-    throw new HttpFailure("NOT_FOUND");
-  }
-}
-
-/** Reads a JSON body: application/json only, at most MAX_BODY_BYTES, and a JSON value. */
-export async function readJson(req: Request): Promise<unknown> {
-  const type = req.headers.get("content-type") ?? "";
-  if (!/^application\/json\s*(;|$)/i.test(type)) throw new HttpFailure("CONTENT_TYPE_INVALID");
-  const length = req.headers.get("content-length");
-  const declared = Number(length ?? "0");
-  if (declared > MAX_BODY_BYTES) throw new HttpFailure("BODY_TOO_LARGE");
-  // A declared length within the limit frames the body (no chunked coding): read it in one go,
-  // which costs a fraction of iterating the stream. The size is still checked on what arrived.
-  if (length !== null && req.headers.get("transfer-encoding") === null) {
-    const bytes = await req.arrayBuffer();
-    if (bytes.byteLength > MAX_BODY_BYTES) throw new HttpFailure("BODY_TOO_LARGE");
-    return parseJson(Buffer.from(bytes).toString("utf8"));
-  }
-  // Counted as it streams: a body without a length cannot exhaust memory either.
-  const bytes = await readAtMost(req.body, MAX_BODY_BYTES);
-  if (bytes === undefined) throw new HttpFailure("BODY_TOO_LARGE");
-  return parseJson(Buffer.from(bytes).toString("utf8"));
-}
-
-function parseJson(text: string): unknown {
-  try {
-    return JSON.parse(text);
-  } catch {
-    throw new HttpFailure("BODY_INVALID");
-  }
+/** A request's JSON body under the desk's limit (core/http/body.ts has the rules). */
+export function readJson(req: Request): Promise<unknown> {
+  return readJsonBody(req, MAX_BODY_BYTES);
 }
 
 export type Body = Record<string, unknown>;
@@ -63,7 +20,7 @@ export type Body = Record<string, unknown>;
 export type Rule<T> = (v: unknown) => T | undefined;
 
 export function fail(code: ErrorCode, detail?: ErrorDetail): never {
-  throw new HttpFailure(code, detail);
+  throw new WireError(code, detail);
 }
 
 /** The request's JSON body, which must be an object (BODY_INVALID otherwise). */

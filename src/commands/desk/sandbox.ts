@@ -1,29 +1,22 @@
-// The public sandbox: small keys anyone can take to try the desk, each in its own organization,
-// expiring by itself, at most SANDBOX_KEYS_PER_DAY per network (IPv4 /24, IPv6 /64) per UTC day.
-// Off until the operator turns it on with PUT /admin/sandbox.
-import { networkOf } from "../../core/desk/network.ts";
-import { periodOf } from "../../core/desk/period.ts";
-import { newId, newKeySecret } from "../../core/desk/secrets.ts";
-import { clearSandbox, getSandbox, grantSandboxKey, type SandboxSettings, setSandbox } from "../../core/ledger/desk-sandbox.ts";
-import type { Desk } from "./desk.ts";
-import { fail, intIn, objectBody, onlyFields, optional, required } from "./request.ts";
-
-const SANDBOX_KEYS_PER_DAY = 5;
-const SANDBOX_DEFAULT_BUDGET_MC = 2_000;
-const SANDBOX_DEFAULT_TTL_S = 3_600;
-/** A public key gets at most one dollar: a typo in the operator's budget cannot give away more. */
-const SANDBOX_MAX_BUDGET_MC = 100_000;
-const SANDBOX_MAX_TTL_S = 86_400;
-const SANDBOX_MIN_TTL_S = 60;
-const SANDBOX_MAX_TOOLS = 2;
-/** Keys per UTC day across all networks, unless the operator says otherwise. */
-const SANDBOX_DEFAULT_KEYS_PER_DAY = 200;
-const SANDBOX_MAX_KEYS_PER_DAY = 100_000;
+// The sandbox's faces: the operator's GET, PUT and DELETE /admin/sandbox, and the public POST
+// /v1/sandbox/keys (no auth). What a sandbox key is, and its limits, is the domain's
+// (core/desk/sandbox.ts); here are the request fields and the caller's address.
+import type { Desk } from "../../core/desk/desk.ts";
+import type { SandboxSettings } from "../../core/desk/records.ts";
+import type { SandboxView } from "../../core/desk/wire.ts";
+import {
+  SANDBOX_MAX_BUDGET_MC,
+  SANDBOX_MAX_KEYS_PER_DAY,
+  SANDBOX_MAX_TOOLS,
+  SANDBOX_MAX_TTL_S,
+  SANDBOX_MIN_TTL_S,
+} from "../../core/desk/sandbox.ts";
+import { intIn, objectBody, onlyFields, optional, required } from "./request.ts";
 
 /** What Bun.serve passes as the second argument of `fetch`: only the peer address is read. */
 export type PeerSource = { requestIP(req: Request): { address: string } | null };
 
-function view(s: SandboxSettings | null) {
+function view(s: SandboxSettings | null): SandboxView {
   if (s === null) return { enabled: false };
   return {
     enabled: true,
@@ -35,14 +28,19 @@ function view(s: SandboxSettings | null) {
   };
 }
 
-/** GET, PUT and DELETE /admin/sandbox (the caller already holds the admin token). */
-export async function sandboxAdmin(desk: Desk, req: Request): Promise<Response> {
-  if (req.method === "GET") return Response.json(view(getSandbox(desk.ledger)));
-  if (req.method === "DELETE") {
-    clearSandbox(desk.ledger);
-    return Response.json(view(null));
-  }
-  if (req.method !== "PUT") fail("NOT_FOUND");
+/** GET /admin/sandbox. */
+export async function sandboxView(desk: Desk): Promise<Response> {
+  return Response.json(view(await desk.sandbox()));
+}
+
+/** DELETE /admin/sandbox. */
+export async function clearSandbox(desk: Desk): Promise<Response> {
+  await desk.clearSandbox();
+  return Response.json(view(null));
+}
+
+/** PUT /admin/sandbox. */
+export async function setSandbox(desk: Desk, req: Request): Promise<Response> {
   const body = await objectBody(req);
   onlyFields(body, ["tools", "budget_mc", "ttl_s", "keys_per_day"]);
   const tools = required(body, "tools", (v) =>
@@ -50,13 +48,12 @@ export async function sandboxAdmin(desk: Desk, req: Request): Promise<Response> 
       ? (v as string[])
       : undefined,
   );
-  // Only tools the desk serves now: a sandbox key for a missing tool would only ever be refused.
-  for (const t of tools) if (desk.tool(t) === undefined) fail("TOOL_UNKNOWN");
-  const budget = optional(body, "budget_mc", intIn(0, SANDBOX_MAX_BUDGET_MC)) ?? SANDBOX_DEFAULT_BUDGET_MC;
-  const ttl = optional(body, "ttl_s", intIn(SANDBOX_MIN_TTL_S, SANDBOX_MAX_TTL_S)) ?? SANDBOX_DEFAULT_TTL_S;
-  const keysPerDay = optional(body, "keys_per_day", intIn(1, SANDBOX_MAX_KEYS_PER_DAY)) ?? SANDBOX_DEFAULT_KEYS_PER_DAY;
-  const settings = { tools, budgetMc: budget, ttlS: ttl, keysPerDay, updatedAt: desk.now() };
-  setSandbox(desk.ledger, settings);
+  const settings = await desk.setSandbox({
+    tools,
+    budgetMc: optional(body, "budget_mc", intIn(0, SANDBOX_MAX_BUDGET_MC)),
+    ttlS: optional(body, "ttl_s", intIn(SANDBOX_MIN_TTL_S, SANDBOX_MAX_TTL_S)),
+    keysPerDay: optional(body, "keys_per_day", intIn(1, SANDBOX_MAX_KEYS_PER_DAY)),
+  });
   return Response.json(view(settings));
 }
 
@@ -77,41 +74,10 @@ function callerAddress(req: Request, peer: PeerSource | undefined, trustProxy: b
 }
 
 /** POST /v1/sandbox/keys: no auth; a small key that expires by itself. */
-export function sandboxKey(desk: Desk, req: Request, peer: PeerSource | undefined, trustProxy: boolean): Response {
-  const settings = getSandbox(desk.ledger);
-  if (settings === null) return fail("SANDBOX_OFF");
-  const address = callerAddress(req, peer, trustProxy);
-  const network = address === null ? null : networkOf(address);
-  if (network === null) return fail("ADDRESS_UNKNOWN");
-  const now = desk.now();
-  const secret = newKeySecret();
-  const keyId = newId("key");
-  const orgId = newId("org");
-  const expiresAt = now + settings.ttlS * 1000;
-  const granted = grantSandboxKey(desk.ledger, {
-    day: new Date(now).toISOString().slice(0, 10),
-    network,
-    limit: SANDBOX_KEYS_PER_DAY,
-    dayLimit: settings.keysPerDay,
-    org: { id: orgId, name: "sandbox" },
-    key: {
-      id: keyId,
-      orgId,
-      name: "sandbox",
-      lookup: secret.lookup,
-      secretSha256: secret.hash,
-      budgetMc: settings.budgetMc,
-      reset: "none",
-      period: periodOf("none", now),
-      allow: settings.tools,
-      prices: {},
-      expiresAt,
-      now,
-    },
-  });
-  if (!granted) return fail("SANDBOX_LIMIT");
+export async function sandboxKey(desk: Desk, req: Request, peer: PeerSource | undefined, trustProxy: boolean): Promise<Response> {
+  const k = await desk.grantSandboxKey(callerAddress(req, peer, trustProxy));
   return Response.json(
-    { key_id: keyId, secret: secret.secret, expires_at: new Date(expiresAt).toISOString(), budget_mc: settings.budgetMc, allow: settings.tools },
+    { key_id: k.keyId, secret: k.secret, expires_at: new Date(k.expiresAt).toISOString(), budget_mc: k.budgetMc, allow: k.allow },
     { status: 201, headers: { "cache-control": "no-store" } },
   );
 }

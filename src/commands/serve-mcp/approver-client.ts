@@ -4,7 +4,7 @@
 // body.
 import { type } from "arktype";
 import type { Ask } from "../../core/asks.ts";
-import { readAtMost } from "../../core/body.ts";
+import { readAtMost } from "../../core/http/body.ts";
 import type { ErrorCode } from "../../core/errors.ts";
 import { CreatedAnswer, PASSED_ON_CODES, parseErrorAnswer, StatusAnswer } from "../../core/schema/approver-answer.ts";
 

@@ -5,7 +5,7 @@
 // The schema comes from an upstream and the arguments from an agent, and validation runs on the
 // event loop: no keyword may cost more than linear time in the arguments. So patterns run on
 // RE2 (schema-regex.ts), `uniqueItems` compares items by a canonical key in a set (Ajv's own
-// compares every pair of non-scalar items: 20,000 objects took 1.6 s), and `format` is not
+// compares every pair of non-scalar items: 20,000 objects take 1.6 s), and `format` is not
 // checked at all (format validators are regular expressions of their own).
 import { Ajv, type ErrorObject, type Options, type ValidateFunction } from "ajv";
 import { Ajv2020 } from "ajv/dist/2020.js";

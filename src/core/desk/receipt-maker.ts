@@ -1,6 +1,6 @@
 // The one mapping from what the ledger knows about a call (ReceiptFacts) to a signed receipt,
 // for the desk and for anything else that drives the ledger (the multi-process test worker).
-import type { ReceiptMaker } from "../ledger/desk.ts";
+import type { ReceiptMaker } from "./ports.ts";
 import { type Envelope, type ReceiptSigner, sha256Hex } from "../receipt/index.ts";
 
 /** A ReceiptMaker signing with `signer`; `onSigned` sees each envelope as it is made. */

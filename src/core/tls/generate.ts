@@ -17,8 +17,8 @@ async function loadX509(): Promise<typeof X509> {
   return x509;
 }
 
-const EC_KEY: EcKeyGenParams = { name: "ECDSA", namedCurve: "P-256" };
-const SIGNING: EcdsaParams = { name: "ECDSA", hash: "SHA-256" };
+const EC_KEY = { name: "ECDSA", namedCurve: "P-256" } as const;
+const SIGNING = { name: "ECDSA", hash: "SHA-256" } as const;
 const DAY_MS = 86_400_000;
 /** Leaves live about two years; the CAs outlive them, but their keys are discarded anyway. */
 const LEAF_DAYS = 825;

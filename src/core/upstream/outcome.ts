@@ -19,10 +19,14 @@ export type CallOutcome =
 
 export type CallOutcomeKind = CallOutcome["kind"];
 
-/** A tool as an upstream lists it; `outputSchema` when the upstream declares one. */
+/** A tool as an upstream lists it. */
 export type UpstreamTool = {
   name: string;
   description: string;
   inputSchema: Record<string, unknown>;
-  outputSchema?: Record<string, unknown>;
+  /**
+   * The tool's other listed fields that agents see unchanged: `outputSchema` when the upstream
+   * declares one, and for MCP upstreams `title`, `annotations` and `_meta` as listed.
+   */
+  listing: Record<string, unknown>;
 };

@@ -1,0 +1,148 @@
+// The desk's MCP client for one upstream (Streamable HTTP through the SDK), the "mcp" kind of the
+// upstream port (core/desk/ports.ts): one session shared by concurrent calls, opened on first use
+// and opened again after a failure; a deadline on every call; and each failure sorted into what
+// the clearing path needs to know (who pays).
+import { Client } from "@modelcontextprotocol/sdk/client/index.js";
+import { StreamableHTTPClientTransport, StreamableHTTPError } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
+import { CallToolResultSchema, ErrorCode, ListToolsResultSchema, McpError, ResultSchema } from "@modelcontextprotocol/sdk/types.js";
+import type { Upstream } from "../../core/desk/ports.ts";
+import type { CallOutcome, UpstreamTool } from "../../core/upstream/outcome.ts";
+import { boundedFetch, type Fetch } from "../../core/upstream/bounded-fetch.ts";
+import { MAX_EXCHANGES_PER_UPSTREAM, MAX_UPSTREAM_ANSWER_BYTES } from "../../core/upstream/slots.ts";
+
+/**
+ * Fields of an upstream's tool listing that reach agents unchanged (name and description are
+ * the desk's own, inputSchema is kept apart). `execution` (task support) and `icons` (images
+ * fetched from wherever the upstream points) are left out: the desk runs no tasks and vouches
+ * for no third-party URL.
+ */
+export const LISTED_FIELDS = ["title", "outputSchema", "annotations", "_meta"] as const;
+
+/** Pages of tools/list read at most, so an upstream cannot keep registration looping. */
+const MAX_TOOL_PAGES = 100;
+
+const CLIENT_INFO = { name: "ask-only-desk", version: "1" };
+
+export class UpstreamClient implements Upstream {
+  private session: Promise<Client> | null = null;
+  /** fetch with every HTTP exchange cut at the deadline and the answer bounded (core/upstream/bounded-fetch.ts). */
+  private readonly boundedFetch: Fetch;
+
+  constructor(
+    readonly name: string,
+    private readonly url: URL,
+    private readonly headers: Record<string, string>,
+    private readonly timeoutMs: number,
+  ) {
+    this.boundedFetch = boundedFetch({ timeoutMs, maxExchanges: MAX_EXCHANGES_PER_UPSTREAM, maxAnswerBytes: MAX_UPSTREAM_ANSWER_BYTES });
+  }
+
+  /** The shared session: every concurrent caller waits on the same handshake. */
+  private connect(timeoutMs: number): Promise<Client> {
+    if (this.session === null) {
+      const attempt = (async () => {
+        const client = new Client(CLIENT_INFO, { capabilities: {} });
+        const transport = new StreamableHTTPClientTransport(this.url, { requestInit: { headers: this.headers }, fetch: this.boundedFetch });
+        await client.connect(transport, { timeout: timeoutMs });
+        return client;
+      })();
+      this.session = attempt;
+      attempt.catch(() => this.drop(attempt));
+    }
+    return this.session;
+  }
+
+  /**
+   * Forgets a failed session so the next call opens a new one. The old client is closed only
+   * after the call deadline, so calls still in flight on it are not cut off by another's failure.
+   */
+  private drop(failed: Promise<Client>): void {
+    if (this.session !== failed) return;
+    this.session = null;
+    failed.then(
+      (client) => setTimeout(() => client.close().catch(() => {}), this.timeoutMs).unref(),
+      () => {},
+    );
+  }
+
+  /** initialize + every page of tools/list; throws on any failure (registration reports it). */
+  async listTools(): Promise<UpstreamTool[]> {
+    const session = this.connect(this.timeoutMs);
+    try {
+      const client = await session;
+      const tools: UpstreamTool[] = [];
+      let cursor: string | undefined;
+      for (let page = 0; page < MAX_TOOL_PAGES; page++) {
+        const page = await client.request({ method: "tools/list", params: cursor === undefined ? {} : { cursor } }, ResultSchema, { timeout: this.timeoutMs });
+        // Checked against the SDK's schema, but read as sent: the SDK's parsed copy drops the
+        // fields it does not know (in annotations, say), which agents must see unchanged.
+        if (!ListToolsResultSchema.safeParse(page).success) throw new Error("tools/list answered something that is not a tool list");
+        const answer = page as { tools: Record<string, unknown>[]; nextCursor?: string };
+        for (const t of answer.tools) {
+          const listing = Object.fromEntries(LISTED_FIELDS.filter((f) => Object.hasOwn(t, f)).map((f) => [f, t[f]]));
+          tools.push({ name: t.name as string, description: (t.description as string | undefined) ?? "", inputSchema: t.inputSchema as Record<string, unknown>, listing });
+        }
+        cursor = answer.nextCursor;
+        if (cursor === undefined) return tools;
+      }
+      throw new Error("tools/list did not end");
+    } catch (err) {
+      this.drop(session);
+      throw err;
+    }
+  }
+
+  /** tools/call within the call deadline; never throws. */
+  async call(tool: string, args: Record<string, unknown>): Promise<CallOutcome> {
+    const deadline = Date.now() + this.timeoutMs;
+    for (let attempt = 0; ; attempt++) {
+      const left = deadline - Date.now();
+      if (left <= 0) return { kind: "timeout" };
+      const session = this.connect(left);
+      try {
+        const client = await session;
+        const result = (await client.request({ method: "tools/call", params: { name: tool, arguments: args } }, ResultSchema, {
+          timeout: Math.max(1, deadline - Date.now()),
+        })) as Record<string, unknown>;
+        // Checked against the SDK's schema but kept as sent, so the agent gets (and the receipt
+        // binds) the upstream's answer with every field, not the SDK's parsed copy.
+        if (!CallToolResultSchema.safeParse(result).success) return { kind: "upstream_error" };
+        if (result.isError !== true) return { kind: "ok", result };
+        return { kind: blamesInput(result) ? "args_refused" : "tool_failed" };
+      } catch (err) {
+        if (err instanceof McpError) {
+          if (err.code === ErrorCode.RequestTimeout) return { kind: "timeout" };
+          if (err.code === ErrorCode.InvalidParams) return { kind: "args_refused" };
+          return { kind: "upstream_error" };
+        }
+        // An HTTP error status leaves the session usable; anything else (refused connection,
+        // broken answer, 404 for a session the upstream forgot) opens a new one next time.
+        const status = err instanceof StreamableHTTPError ? err.code : undefined;
+        if (status === undefined || status === 404) this.drop(session);
+        // 404 on an established session: the upstream forgot it (restart), so the tool never
+        // ran and one retry on a new session cannot make it run twice.
+        if (status === 404 && attempt === 0) continue;
+        return { kind: "upstream_error" };
+      }
+    }
+  }
+
+  async close(): Promise<void> {
+    const session = this.session;
+    this.session = null;
+    if (session) await session.then((c) => c.close()).catch(() => {});
+  }
+}
+
+const INVALID_PARAMS = String(ErrorCode.InvalidParams);
+
+/** An isError result blames the input when it carries the JSON-RPC invalid-params code. */
+function blamesInput(result: Record<string, unknown>): boolean {
+  const structured = result.structuredContent as { code?: unknown } | undefined;
+  if (structured && (structured.code === ErrorCode.InvalidParams || structured.code === INVALID_PARAMS)) return true;
+  const content = Array.isArray(result.content) ? result.content : [];
+  return content.some(
+    (c: unknown) =>
+      typeof c === "object" && c !== null && (c as { type?: unknown }).type === "text" && String((c as { text?: unknown }).text).includes(INVALID_PARAMS),
+  );
+}

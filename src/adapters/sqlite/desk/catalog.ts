@@ -1,0 +1,65 @@
+// Upstreams and their tools in the SQLite desk ledger: registration stores an upstream with the
+// tools it lists in one transaction; a refresh replaces the list and keeps every price.
+import { type CatalogStore, LedgerConflict } from "../../../core/desk/ports.ts";
+import type { NewUpstream, ToolListing, ToolRecord, UpstreamRecord } from "../../../core/desk/records.ts";
+import { isConstraint, type Sql } from "./connection.ts";
+import { type ToolRow, toolOf, type UpstreamRow, upstreamOf } from "./rows.ts";
+
+export class SqliteCatalog implements CatalogStore {
+  constructor(private readonly sql: Sql) {}
+
+  async upstream(name: string): Promise<UpstreamRecord | null> {
+    const row = this.sql.db.query("SELECT * FROM upstreams WHERE name = ?").get(name) as UpstreamRow | null;
+    return row === null ? null : upstreamOf(row);
+  }
+
+  async upstreams(): Promise<UpstreamRecord[]> {
+    return (this.sql.db.query("SELECT * FROM upstreams ORDER BY name").all() as UpstreamRow[]).map(upstreamOf);
+  }
+
+  async addUpstream(upstream: NewUpstream, tools: readonly ToolListing[]): Promise<void> {
+    this.sql.immediate(() => {
+      try {
+        this.sql.db
+          .query("INSERT INTO upstreams (name, url, sealed_headers, header_names, created_at, refreshed_at) VALUES (?, ?, ?, ?, ?, ?)")
+          .run(upstream.name, upstream.url, upstream.sealedHeaders, JSON.stringify(upstream.headerNames), upstream.now, upstream.now);
+      } catch (err) {
+        if (isConstraint(err)) throw new LedgerConflict("EXISTS");
+        throw err;
+      }
+      this.writeTools(upstream.name, tools);
+    });
+  }
+
+  async refreshTools(upstream: string, tools: readonly ToolListing[], now: number): Promise<void> {
+    this.sql.immediate(() => {
+      if (this.sql.db.query("UPDATE upstreams SET refreshed_at = ? WHERE name = ?").run(now, upstream).changes !== 1) {
+        throw new LedgerConflict("MISSING");
+      }
+      this.writeTools(upstream, tools);
+    });
+  }
+
+  private writeTools(upstream: string, tools: readonly ToolListing[]): void {
+    this.sql.db.query("UPDATE tools SET active = 0 WHERE upstream = ?").run(upstream);
+    const upsert = this.sql.db.query(
+      `INSERT INTO tools (name, upstream, upstream_tool, description, input_schema, listing, active) VALUES (?, ?, ?, ?, ?, ?, 1)
+       ON CONFLICT (name) DO UPDATE SET upstream_tool = excluded.upstream_tool, description = excluded.description,
+         input_schema = excluded.input_schema, listing = excluded.listing, active = 1 WHERE tools.upstream = excluded.upstream`,
+    );
+    for (const t of tools) upsert.run(t.name, upstream, t.upstreamTool, t.description, JSON.stringify(t.inputSchema), JSON.stringify(t.listing));
+  }
+
+  async tool(name: string): Promise<ToolRecord | null> {
+    const row = this.sql.db.query("SELECT * FROM tools WHERE name = ?").get(name) as ToolRow | null;
+    return row === null ? null : toolOf(row);
+  }
+
+  async tools(): Promise<ToolRecord[]> {
+    return (this.sql.db.query("SELECT * FROM tools ORDER BY name").all() as ToolRow[]).map(toolOf);
+  }
+
+  async setPrice(name: string, priceMc: number, upstreamCostMc: number): Promise<boolean> {
+    return this.sql.db.query("UPDATE tools SET price_mc = ?, upstream_cost_mc = ? WHERE name = ?").run(priceMc, upstreamCostMc, name).changes === 1;
+  }
+}

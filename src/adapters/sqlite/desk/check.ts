@@ -1,0 +1,56 @@
+// The money invariants of `desk check` in SQL (the signatures and chains are checked by the
+// domain, core/desk/check.ts): for every key and period, spent = charges + open reservations;
+// the key row's spend equals its current period's; reservation and receipt counts agree.
+import type { LedgerCheck } from "../../../core/desk/ports.ts";
+import type { ReceiptRecord } from "../../../core/desk/records.ts";
+import { printable } from "../../../core/receipt/printable.ts";
+import type { Sql } from "./connection.ts";
+import { type ReceiptRow, receiptOf } from "./rows.ts";
+
+export class SqliteCheck implements LedgerCheck {
+  constructor(private readonly sql: Sql) {}
+
+  async money(): Promise<string[]> {
+    const db = this.sql.db;
+    const problems: string[] = [];
+    const rows = db
+      .query(
+        `SELECT s.key_id, s.period, s.spent_mc,
+           coalesce((SELECT sum(amount_mc) FROM receipts r WHERE r.key_id = s.key_id AND r.period = s.period AND r.outcome = 'charged'), 0) AS charged,
+           coalesce((SELECT sum(price_mc) FROM reservations v WHERE v.key_id = s.key_id AND v.period = s.period AND v.state = 'open'), 0) AS open
+         FROM spend s ORDER BY s.key_id, s.period`,
+      )
+      .all() as { key_id: string; period: string; spent_mc: number; charged: number; open: number }[];
+    for (const r of rows) {
+      if (r.spent_mc !== r.charged + r.open) {
+        problems.push(`key ${printable(r.key_id)} period ${printable(r.period)}: spent ${r.spent_mc} mc, but charges ${r.charged} + open reservations ${r.open}`);
+      }
+    }
+    const keys = db
+      .query("SELECT k.id, k.spent_mc, k.budget_mc, coalesce(s.spent_mc, 0) AS period_spent FROM keys k LEFT JOIN spend s ON s.key_id = k.id AND s.period = k.period")
+      .all() as { id: string; spent_mc: number; budget_mc: number; period_spent: number }[];
+    for (const k of keys) {
+      if (k.spent_mc !== k.period_spent) problems.push(`key ${printable(k.id)}: spent ${k.spent_mc} mc on the key, ${k.period_spent} mc in its period`);
+    }
+    const orphans = db
+      .query(`SELECT count(*) AS n FROM receipts r WHERE r.outcome = 'charged' AND NOT EXISTS (SELECT 1 FROM keys k WHERE k.id = r.key_id)`)
+      .get() as { n: number };
+    if (orphans.n > 0) problems.push(`${orphans.n} charged receipts belong to no key`);
+    const settled = db.query("SELECT count(*) AS n FROM reservations WHERE state = 'settled'").get() as { n: number };
+    const settledReceipts = db.query("SELECT count(*) AS n FROM receipts WHERE outcome NOT IN ('refused_not_allowed', 'refused_budget')").get() as { n: number };
+    if (settled.n !== settledReceipts.n) {
+      problems.push(`${settled.n} settled reservations but ${settledReceipts.n} receipts of settled calls`);
+    }
+    return problems;
+  }
+
+  async receiptsByKey(): Promise<Map<string, ReceiptRecord[]>> {
+    const out = new Map<string, ReceiptRecord[]>();
+    for (const row of this.sql.db.query("SELECT * FROM receipts ORDER BY key_id, seq").all() as ReceiptRow[]) {
+      const list = out.get(row.key_id) ?? [];
+      list.push(receiptOf(row));
+      out.set(row.key_id, list);
+    }
+    return out;
+  }
+}

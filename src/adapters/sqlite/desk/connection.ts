@@ -1,0 +1,25 @@
+// What every store of the SQLite desk ledger shares: the one connection, its IMMEDIATE
+// transaction wrapper, and how a constraint failure and a period's spend read in SQL.
+import type { Database } from "bun:sqlite";
+
+export type Sql = {
+  readonly db: Database;
+  /** Runs `body` in one IMMEDIATE transaction (a savepoint when already inside one). */
+  immediate<T>(body: () => T): T;
+};
+
+export function sqlOf(db: Database): Sql {
+  // Built once: `db.transaction(fn)` builds four wrappers each time, which costs more than the
+  // short statements of a clearing step. Nested inside the group commit it is a savepoint.
+  const tx = db.transaction((body: () => unknown) => body()).immediate;
+  return { db, immediate: <T>(body: () => T) => tx(body) as T };
+}
+
+export const isConstraint = (err: unknown) => err instanceof Error && String((err as { code?: unknown }).code ?? "").startsWith("SQLITE_CONSTRAINT");
+
+/**
+ * What a key row has spent in the period `:period` (the key's period at the caller's `now`): its
+ * row holds the spend of its latest period only. The one way the ledger reads it in SQL, as
+ * `spentIn` (core/desk/records.ts) does in code.
+ */
+export const SPENT_IN_PERIOD = "(CASE WHEN period = :period THEN spent_mc ELSE 0 END)";

@@ -1,0 +1,186 @@
+// The desk ledger's schema, as versioned migrations (PRAGMA user_version). Never edit a migration
+// that has shipped: append a new one. The tests open ledgers through these same migrations.
+import type { Migration } from "../database.ts";
+
+const V1 = `
+CREATE TABLE meta (
+  name TEXT PRIMARY KEY,
+  value TEXT NOT NULL
+) STRICT;
+
+CREATE TABLE orgs (
+  id TEXT PRIMARY KEY,
+  name TEXT NOT NULL,
+  created_at INTEGER NOT NULL
+) STRICT;
+
+CREATE TABLE upstreams (
+  name TEXT PRIMARY KEY,
+  url TEXT NOT NULL,
+  sealed_headers TEXT,
+  header_names TEXT NOT NULL,
+  created_at INTEGER NOT NULL,
+  refreshed_at INTEGER NOT NULL
+) STRICT;
+
+CREATE TABLE tools (
+  name TEXT PRIMARY KEY,
+  upstream TEXT NOT NULL REFERENCES upstreams(name),
+  upstream_tool TEXT NOT NULL,
+  description TEXT NOT NULL,
+  input_schema TEXT NOT NULL,
+  price_mc INTEGER NOT NULL DEFAULT 0 CHECK (price_mc >= 0),
+  upstream_cost_mc INTEGER NOT NULL DEFAULT 0 CHECK (upstream_cost_mc >= 0),
+  active INTEGER NOT NULL DEFAULT 1 CHECK (active IN (0, 1))
+) STRICT;
+
+-- spent_mc is the spend of the key's current period; the CHECK makes spending above the budget
+-- impossible whatever the code above it does.
+CREATE TABLE keys (
+  id TEXT PRIMARY KEY,
+  org_id TEXT NOT NULL REFERENCES orgs(id),
+  name TEXT NOT NULL,
+  lookup TEXT NOT NULL UNIQUE,
+  secret_sha256 BLOB NOT NULL,
+  budget_mc INTEGER NOT NULL CHECK (budget_mc >= 0),
+  spent_mc INTEGER NOT NULL DEFAULT 0,
+  reset TEXT NOT NULL CHECK (reset IN ('none', 'daily', 'monthly')),
+  period TEXT NOT NULL,
+  allow TEXT NOT NULL,
+  prices TEXT NOT NULL,
+  expires_at INTEGER,
+  revoked_at INTEGER,
+  created_at INTEGER NOT NULL,
+  fail_hour TEXT NOT NULL DEFAULT '',
+  fail_count INTEGER NOT NULL DEFAULT 0,
+  CHECK (spent_mc >= 0 AND spent_mc <= budget_mc)
+) STRICT;
+CREATE INDEX keys_org ON keys(org_id);
+
+-- What each period of each key spent (reservations in flight included), kept after a reset so
+-- a refund goes back to the period its reservation came from.
+CREATE TABLE spend (
+  key_id TEXT NOT NULL REFERENCES keys(id),
+  period TEXT NOT NULL,
+  spent_mc INTEGER NOT NULL CHECK (spent_mc >= 0),
+  PRIMARY KEY (key_id, period)
+) STRICT, WITHOUT ROWID;
+
+CREATE TABLE reservations (
+  id INTEGER PRIMARY KEY,
+  key_id TEXT NOT NULL REFERENCES keys(id),
+  org_id TEXT NOT NULL,
+  tool TEXT NOT NULL,
+  period TEXT NOT NULL,
+  price_mc INTEGER NOT NULL CHECK (price_mc >= 0),
+  upstream_cost_mc INTEGER NOT NULL,
+  params_sha256 TEXT NOT NULL,
+  created_at INTEGER NOT NULL,
+  state TEXT NOT NULL CHECK (state IN ('open', 'settled')),
+  outcome TEXT,
+  receipt_id TEXT
+) STRICT;
+CREATE INDEX reservations_open ON reservations(created_at) WHERE state = 'open';
+
+CREATE TABLE receipts (
+  id TEXT PRIMARY KEY,
+  org_id TEXT NOT NULL,
+  key_id TEXT NOT NULL,
+  seq INTEGER NOT NULL CHECK (seq >= 1),
+  issued_at INTEGER NOT NULL,
+  tool TEXT NOT NULL,
+  outcome TEXT NOT NULL,
+  period TEXT NOT NULL,
+  amount_mc INTEGER NOT NULL,
+  kid TEXT NOT NULL,
+  sha256 TEXT NOT NULL,
+  envelope TEXT NOT NULL,
+  UNIQUE (key_id, seq)
+) STRICT;
+CREATE INDEX receipts_org ON receipts(org_id, issued_at);
+
+CREATE TABLE audit (
+  id INTEGER PRIMARY KEY,
+  at INTEGER NOT NULL,
+  org_id TEXT NOT NULL,
+  key_id TEXT NOT NULL,
+  tool TEXT NOT NULL,
+  outcome TEXT NOT NULL,
+  http_status INTEGER NOT NULL,
+  price_mc INTEGER NOT NULL,
+  upstream_cost_mc INTEGER NOT NULL,
+  margin_mc INTEGER NOT NULL,
+  receipt_id TEXT
+) STRICT;
+CREATE INDEX audit_org ON audit(org_id, at);
+CREATE INDEX audit_key ON audit(key_id, at);
+
+CREATE TABLE signing_keys (
+  kid TEXT PRIMARY KEY,
+  public_jwk TEXT NOT NULL,
+  created_at INTEGER NOT NULL,
+  retired_at INTEGER
+) STRICT;
+
+-- Receipts and the audit log are append-only: a changed or deleted row would let someone rewrite
+-- what an agent was charged. These fire for every writer, raw SQL included.
+CREATE TRIGGER receipts_no_update BEFORE UPDATE ON receipts BEGIN SELECT RAISE(ABORT, 'receipts are append-only'); END;
+CREATE TRIGGER receipts_no_delete BEFORE DELETE ON receipts BEGIN SELECT RAISE(ABORT, 'receipts are append-only'); END;
+CREATE TRIGGER audit_no_update BEFORE UPDATE ON audit BEGIN SELECT RAISE(ABORT, 'the audit log is append-only'); END;
+CREATE TRIGGER audit_no_delete BEFORE DELETE ON audit BEGIN SELECT RAISE(ABORT, 'the audit log is append-only'); END;
+`;
+
+// The public sandbox: its settings (one row while it is on) and the keys handed out per network
+// and UTC day. The conditional upsert on sandbox_grants is the whole limit: no read-then-write.
+const V2 = `
+CREATE TABLE sandbox (
+  id INTEGER PRIMARY KEY CHECK (id = 1),
+  tools TEXT NOT NULL,
+  budget_mc INTEGER NOT NULL CHECK (budget_mc >= 0),
+  ttl_s INTEGER NOT NULL CHECK (ttl_s > 0),
+  updated_at INTEGER NOT NULL
+) STRICT;
+
+CREATE TABLE sandbox_grants (
+  day TEXT NOT NULL,
+  network TEXT NOT NULL,
+  count INTEGER NOT NULL CHECK (count >= 1),
+  PRIMARY KEY (day, network)
+) STRICT, WITHOUT ROWID;
+`;
+
+// A cap on sandbox keys per UTC day across all networks: whoever holds many networks (an IPv6
+// /48 holds 65,536 /64s) could otherwise take a budget per network. Counted in sandbox_grants
+// under the network '*', which no real network is written as.
+const V3 = `
+ALTER TABLE sandbox ADD COLUMN keys_per_day INTEGER NOT NULL DEFAULT 200 CHECK (keys_per_day >= 1);
+`;
+
+// The answers of charged calls whose agent had disconnected before the answer could be written:
+// kept a bounded time, so the agent can still fetch what it paid for (GET
+// /v1/receipts/{id}/result). Only those calls are written here, never every result.
+const V4 = `
+CREATE TABLE held_results (
+  receipt_id TEXT PRIMARY KEY,
+  key_id TEXT NOT NULL,
+  result TEXT NOT NULL,
+  held_until INTEGER NOT NULL
+) STRICT;
+CREATE INDEX held_results_key ON held_results(key_id, held_until);
+CREATE INDEX held_results_until ON held_results(held_until);
+`;
+
+// The fields of an upstream's tool listing that agents see unchanged (title, outputSchema,
+// annotations, _meta), as one JSON object: a protocol revision that adds such a field needs no
+// new column. Tools registered before this migration show them after a refresh.
+const V5 = `
+ALTER TABLE tools ADD COLUMN listing TEXT NOT NULL DEFAULT '{}';
+`;
+
+export const DESK_MIGRATIONS: readonly Migration[] = [
+  { name: "desk ledger", sql: V1 },
+  { name: "desk sandbox", sql: V2 },
+  { name: "desk sandbox daily cap", sql: V3 },
+  { name: "desk held results", sql: V4 },
+  { name: "desk tool listing fields", sql: V5 },
+];

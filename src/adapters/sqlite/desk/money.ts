@@ -1,0 +1,264 @@
+// The money path in SQLite. Money is integer millicents. Nothing reads then writes outside one
+// IMMEDIATE transaction: the reservation is one conditional UPDATE (the period reset and the
+// failure limit folded in), and each settlement moves the money, appends the receipt and appends
+// the audit row in one transaction, so a crash leaves all three or none. Every method runs in the
+// group commit (group-commit.ts), one savepoint each.
+import { FAILURES_PER_HOUR } from "../../../core/desk/limits.ts";
+import { type PlainOutcome, type ReceiptOutcome, statusOf } from "../../../core/desk/outcomes.ts";
+import { hourOf, periodOf } from "../../../core/desk/period.ts";
+import {
+  type CallContext,
+  LedgerConflict,
+  type MoneyLedger,
+  type ReceiptMaker,
+  type ReserveResult,
+  type Settlement,
+  type SettleResult,
+  type StoredReceipt,
+} from "../../../core/desk/ports.ts";
+import { type HeldResult, spentIn } from "../../../core/desk/records.ts";
+import { newId } from "../../../core/desk/secrets.ts";
+import { SPENT_IN_PERIOD, type Sql } from "./connection.ts";
+import type { GroupCommit } from "./group-commit.ts";
+import { type KeyRow, type ReceiptRow, type ReservationRow, receiptOf } from "./rows.ts";
+
+/** The key row's remaining budget in `period`, as `spentIn` reads it. */
+const remainingIn = (key: KeyRow, period: string) => key.budget_mc - spentIn({ period: key.period, spentMc: key.spent_mc }, period);
+
+export class SqliteMoney implements MoneyLedger {
+  constructor(
+    private readonly sql: Sql,
+    private readonly commit: GroupCommit,
+  ) {}
+
+  /** A 429 is not counted as a failure: it reached nothing, and counting it would keep the key shut after its calls in flight succeed. */
+  recordPlainRefusal(ctx: CallContext, outcome: PlainOutcome): Promise<void> {
+    return this.commit.run(() =>
+      this.sql.immediate(() => {
+        if (outcome !== "refused_rate_limited") this.countFailure(ctx.key.id, ctx.hour);
+        this.appendAudit(recorded(ctx), outcome, null);
+      }),
+    );
+  }
+
+  refuseNotAllowed(ctx: CallContext, make: ReceiptMaker): Promise<{ receipt: StoredReceipt; remainingMc: number }> {
+    return this.commit.run(() =>
+      this.sql.immediate(() => {
+        const key = this.countFailure(ctx.key.id, ctx.hour)!;
+        const remainingMc = remainingIn(key, ctx.period);
+        const call = recorded(ctx);
+        const receipt = this.appendReceipt(call, make, "refused_not_allowed", 0, remainingMc, ctx.period);
+        this.appendAudit(call, "refused_not_allowed", receipt.id);
+        return { receipt, remainingMc };
+      }),
+    );
+  }
+
+  /**
+   * Reserves the price with one conditional UPDATE that also rolls the period over: the budget
+   * check, the reset and the spend are one statement, so parallel callers (threads, processes)
+   * can never together pass a budget, and a reset cannot reopen it twice. The period only moves
+   * forward: a clock stepping back cannot reopen a spent period. The same statement counts the
+   * call against the hour's failure limit before it reaches the upstream (settle takes it back
+   * when the call is charged): calls in flight cannot together pass the limit either.
+   */
+  reserve(ctx: CallContext, make: ReceiptMaker): Promise<ReserveResult> {
+    return this.commit.run(() => this.reserveNow(ctx, make));
+  }
+
+  private reserveNow(ctx: CallContext, make: ReceiptMaker): ReserveResult {
+    return this.sql.immediate((): ReserveResult => {
+      const db = this.sql.db;
+      const reserved = db
+        .query(
+          `UPDATE keys SET spent_mc = ${SPENT_IN_PERIOD} + :price, period = :period,
+             fail_count = (CASE WHEN fail_hour = :hour THEN fail_count ELSE 0 END) + 1, fail_hour = :hour
+           WHERE id = :id AND revoked_at IS NULL AND (expires_at IS NULL OR expires_at > :now) AND :period >= period
+             AND ${SPENT_IN_PERIOD} + :price <= budget_mc
+             AND (CASE WHEN fail_hour = :hour THEN fail_count ELSE 0 END) < :failures
+           RETURNING budget_mc - spent_mc AS remaining`,
+        )
+        .get({ id: ctx.key.id, period: ctx.period, price: ctx.priceMc, now: ctx.now, hour: ctx.hour, failures: FAILURES_PER_HOUR }) as {
+        remaining: number;
+      } | null;
+      if (reserved !== null) {
+        db.query(
+          `INSERT INTO spend (key_id, period, spent_mc) VALUES (?, ?, ?)
+           ON CONFLICT (key_id, period) DO UPDATE SET spent_mc = spent_mc + excluded.spent_mc`,
+        ).run(ctx.key.id, ctx.period, ctx.priceMc);
+        const res = db
+          .query(
+            `INSERT INTO reservations (key_id, org_id, tool, period, price_mc, upstream_cost_mc, params_sha256, created_at, state)
+             VALUES (?, ?, ?, ?, ?, ?, ?, ?, 'open') RETURNING id`,
+          )
+          .get(ctx.key.id, ctx.key.orgId, ctx.tool, ctx.period, ctx.priceMc, ctx.upstreamCostMc, ctx.paramsSha256, ctx.now) as { id: number };
+        return { kind: "reserved", reservationId: res.id, remainingMc: reserved.remaining };
+      }
+      const now = db.query("SELECT * FROM keys WHERE id = ?").get(ctx.key.id) as KeyRow | null;
+      if (now === null || now.revoked_at !== null || (now.expires_at !== null && now.expires_at <= ctx.now)) return { kind: "key_gone" };
+      if (now.fail_hour === ctx.hour && now.fail_count >= FAILURES_PER_HOUR) {
+        this.appendAudit(recorded(ctx), "refused_rate_limited", null);
+        return { kind: "rate_limited", remainingMc: remainingIn(now, ctx.period) };
+      }
+      const key = this.countFailure(ctx.key.id, ctx.hour)!;
+      const remainingMc = remainingIn(key, ctx.period);
+      const call = recorded(ctx);
+      const receipt = this.appendReceipt(call, make, "refused_budget", 0, remainingMc, ctx.period);
+      this.appendAudit(call, "refused_budget", receipt.id);
+      return { kind: "no_room", receipt, remainingMc };
+    });
+  }
+
+  /**
+   * The charge stays, or the price goes back to the period it was reserved from (a reset in
+   * between never refunds into the new period). The state change, the money, the receipt and the
+   * audit row commit together.
+   */
+  settle(settlement: Settlement, make: ReceiptMaker): Promise<SettleResult> {
+    return this.commit.run(() => this.settleNow(settlement, make));
+  }
+
+  private settleNow({ reservationId, outcome, resultSha256, now }: Settlement, make: ReceiptMaker): SettleResult {
+    return this.sql.immediate((): SettleResult => {
+      const db = this.sql.db;
+      const receiptId = newId("rcpt");
+      const res = db
+        .query("UPDATE reservations SET state = 'settled', outcome = ?, receipt_id = ? WHERE id = ? AND state = 'open' RETURNING *")
+        .get(outcome, receiptId, reservationId) as ReservationRow | null;
+      if (res === null) {
+        const prior = db.query("SELECT * FROM reservations WHERE id = ?").get(reservationId) as ReservationRow | null;
+        if (prior === null) throw new LedgerConflict("MISSING");
+        const receipt = prior.receipt_id === null ? null : (db.query("SELECT * FROM receipts WHERE id = ?").get(prior.receipt_id) as ReceiptRow | null);
+        return { kind: "already_settled", receipt: receipt === null ? null : receiptOf(receipt), outcome: prior.outcome, remainingMc: this.remainingOf(prior.key_id, prior.period) };
+      }
+      const charged = outcome === "charged";
+      // The call was counted as failing when it was reserved: a charge takes that back (in the
+      // hour it was counted in, if that hour is still the key's); a failure keeps it. A refund
+      // lowers the key's spend only while it is still in the reservation's period.
+      const key = (
+        charged
+          ? db
+              .query(
+                `UPDATE keys SET fail_count = CASE WHEN fail_hour = :hour AND fail_count > 0 THEN fail_count - 1 ELSE fail_count END
+                 WHERE id = :id RETURNING *`,
+              )
+              .get({ id: res.key_id, hour: hourOf(res.created_at) })
+          : db
+              .query("UPDATE keys SET spent_mc = CASE WHEN period = :period THEN spent_mc - :price ELSE spent_mc END WHERE id = :id RETURNING *")
+              .get({ id: res.key_id, period: res.period, price: res.price_mc })
+      ) as KeyRow;
+      if (!charged) db.query("UPDATE spend SET spent_mc = spent_mc - ? WHERE key_id = ? AND period = ?").run(res.price_mc, res.key_id, res.period);
+      const remainingMc = remainingIn(key, periodOf(key.reset, now));
+      const call: Recorded = {
+        keyId: res.key_id,
+        orgId: key.org_id,
+        tool: res.tool,
+        priceMc: res.price_mc,
+        upstreamCostMc: res.upstream_cost_mc,
+        paramsSha256: res.params_sha256,
+        now,
+      };
+      const receipt = this.appendReceipt(call, make, outcome, charged ? res.price_mc : 0, remainingMc, res.period, resultSha256, receiptId);
+      this.appendAudit(call, outcome, receipt.id);
+      return { kind: "settled", receipt, remainingMc };
+    });
+  }
+
+  async openReservations(beforeMs: number): Promise<number[]> {
+    const rows = this.sql.db
+      .query("SELECT id FROM reservations WHERE state = 'open' AND created_at < ? ORDER BY id")
+      .all(Number.isFinite(beforeMs) ? beforeMs : Number.MAX_SAFE_INTEGER) as { id: number }[];
+    return rows.map((r) => r.id);
+  }
+
+  holdResult(held: HeldResult & { now: number; perKey: number }): Promise<void> {
+    return this.commit.run(() =>
+      this.sql.immediate(() => {
+        const db = this.sql.db;
+        db.query("DELETE FROM held_results WHERE held_until <= ?").run(held.now);
+        db.query("INSERT INTO held_results (receipt_id, key_id, result, held_until) VALUES (?, ?, ?, ?) ON CONFLICT (receipt_id) DO NOTHING").run(
+          held.receiptId,
+          held.keyId,
+          JSON.stringify(held.result),
+          held.heldUntil,
+        );
+        db.query(
+          `DELETE FROM held_results WHERE key_id = :key AND receipt_id NOT IN
+             (SELECT receipt_id FROM held_results WHERE key_id = :key ORDER BY rowid DESC LIMIT :keep)`,
+        ).run({ key: held.keyId, keep: held.perKey });
+      }),
+    );
+  }
+
+  /** Remaining budget of a key in `period` (a key not used since the reset has all of it). */
+  private remainingOf(keyId: string, period: string): number {
+    const row = this.sql.db.query(`SELECT budget_mc - ${SPENT_IN_PERIOD} AS remaining FROM keys WHERE id = :id`).get({ period, id: keyId }) as {
+      remaining: number;
+    } | null;
+    return row?.remaining ?? 0;
+  }
+
+  /** Counts a failed call of the key in `hour` and returns the key row as it now is. */
+  private countFailure(keyId: string, hour: string): KeyRow | null {
+    return this.sql.db
+      .query("UPDATE keys SET fail_count = CASE WHEN fail_hour = :hour THEN fail_count ELSE 0 END + 1, fail_hour = :hour WHERE id = :id RETURNING *")
+      .get({ id: keyId, hour }) as KeyRow | null;
+  }
+
+  private appendAudit(ctx: Recorded, outcome: ReceiptOutcome | PlainOutcome, receiptId: string | null): void {
+    const margin = outcome === "charged" ? ctx.priceMc - ctx.upstreamCostMc : 0;
+    this.sql.db
+      .query(
+        `INSERT INTO audit (at, org_id, key_id, tool, outcome, http_status, price_mc, upstream_cost_mc, margin_mc, receipt_id)
+         VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+      )
+      .run(ctx.now, ctx.orgId, ctx.keyId, ctx.tool, outcome, statusOf(outcome), ctx.priceMc, ctx.upstreamCostMc, margin, receiptId);
+  }
+
+  private appendReceipt(
+    ctx: Recorded,
+    make: ReceiptMaker,
+    outcome: ReceiptOutcome,
+    amountMc: number,
+    remainingMc: number,
+    period: string,
+    resultSha256: string | null = null,
+    receiptId: string = newId("rcpt"),
+  ): StoredReceipt {
+    const { keyId, orgId } = ctx;
+    const last = this.sql.db.query("SELECT seq, sha256 FROM receipts WHERE key_id = ? ORDER BY seq DESC LIMIT 1").get(keyId) as {
+      seq: number;
+      sha256: string;
+    } | null;
+    const seq = (last?.seq ?? 0) + 1;
+    const receipt = make({
+      receiptId,
+      link: { seq, prevSha256: last?.sha256 ?? null },
+      keyId,
+      orgId,
+      tool: ctx.tool,
+      outcome,
+      httpStatus: statusOf(outcome),
+      priceMc: ctx.priceMc,
+      amountMc,
+      upstreamCostMc: ctx.upstreamCostMc,
+      remainingMc,
+      period,
+      paramsSha256: ctx.paramsSha256,
+      resultSha256,
+      issuedAt: ctx.now,
+    });
+    this.sql.db
+      .query(
+        `INSERT INTO receipts (id, org_id, key_id, seq, issued_at, tool, outcome, period, amount_mc, kid, sha256, envelope)
+         VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+      )
+      .run(receipt.id, orgId, keyId, seq, ctx.now, ctx.tool, outcome, period, amountMc, receipt.kid, receipt.sha256, receipt.envelope);
+    return receipt;
+  }
+}
+
+/** What a receipt or an audit row is written from: a call on the clearing path, or a settled reservation. */
+type Recorded = Pick<CallContext, "tool" | "priceMc" | "upstreamCostMc" | "paramsSha256" | "now"> & { keyId: string; orgId: string };
+
+const recorded = (ctx: CallContext): Recorded => ({ ...ctx, keyId: ctx.key.id, orgId: ctx.key.orgId });

@@ -1,0 +1,138 @@
+// The desk's settings from its flags and environment (the flag table is cli/flags.ts), each
+// checked here: a bad value stops the desk with an error and a hint before anything listens or
+// any file is made.
+import { readFileSync } from "node:fs";
+import { DESK_ENV, DESK_FLAGS, envSettingOf, flagOf } from "../../cli/flags.ts";
+import { failure, type Streams, usageError } from "../../cli/voice.ts";
+import { DEFAULT_UPSTREAM_TIMEOUT_MS } from "../../core/desk/limits.ts";
+import { isLinkLocalOrUnspecified } from "../../core/desk/network.ts";
+import { type ListenAddress, parseListen } from "../../core/http/listen.ts";
+
+const ADMIN_TOKEN_ENV = envSettingOf(DESK_ENV, "ASK_ONLY_DESK_ADMIN_TOKEN").env;
+const ALLOW_UPSTREAM_HOST_ENV = flagOf(DESK_FLAGS, "--allow-upstream-host").env;
+const DEFAULT_LISTEN = flagOf(DESK_FLAGS, "--listen").default;
+const MIN_ADMIN_TOKEN_CHARS = 32;
+
+export type DeskFlags = {
+  listen?: string;
+  data?: string;
+  adminTokenFile?: string;
+  tlsCert?: string;
+  tlsKey?: string;
+  upstreamTimeout?: string;
+  /** Extra Host values for the MCP endpoint (repeatable --allowed-host). */
+  allowedHost?: string[];
+  trustProxy?: boolean;
+  /** Link-local or unspecified addresses an upstream may have (repeatable --allow-upstream-host). */
+  allowUpstreamHost?: string[];
+};
+
+export type DeskRun = { flags: DeskFlags; env: Record<string, string | undefined>; streams: Streams };
+
+function listenAddress(text: string): ListenAddress {
+  const listen = parseListen(text);
+  if (listen === undefined) throw usageError(`--listen ${text} is not HOST:PORT`, "e.g. --listen 127.0.0.1:8787");
+  return listen;
+}
+
+function parseTimeout(text: string | undefined): number {
+  if (text === undefined) return DEFAULT_UPSTREAM_TIMEOUT_MS;
+  const secs = Number(text);
+  if (!/^\d+(\.\d+)?$/.test(text) || secs <= 0 || secs > 600) {
+    throw usageError(`--upstream-timeout ${text} is not a number of seconds between 0 and 600`);
+  }
+  return Math.round(secs * 1000);
+}
+
+/** --allowed-host values: NAME or NAME:PORT, checked here so a typo stops the desk at start. */
+function parseAllowedHosts(values: string[] | undefined): string[] {
+  return (values ?? []).map((v) => {
+    if (!/^(\[[0-9a-fA-F:.]+\]|[A-Za-z0-9.-]+)(:\d{1,5})?$/.test(v)) {
+      throw usageError(`--allowed-host ${v} is not NAME or NAME:PORT`, "e.g. --allowed-host desk.example.com");
+    }
+    return v.toLowerCase();
+  });
+}
+
+/**
+ * --allow-upstream-host values (else ASK_ONLY_DESK_ALLOW_UPSTREAM_HOST, comma-separated), each a
+ * link-local or unspecified address, as a URL's hostname writes it. Anything else stops the desk
+ * at start: a name would read as allowed although names are never resolved.
+ */
+function parseUpstreamHostAllowance(run: DeskRun): string[] {
+  const given = run.flags.allowUpstreamHost ?? [];
+  const values = given.length > 0 ? given : (run.env[ALLOW_UPSTREAM_HOST_ENV] ?? "").split(",").map((v) => v.trim()).filter((v) => v !== "");
+  const from = given.length > 0 ? "--allow-upstream-host" : ALLOW_UPSTREAM_HOST_ENV;
+  return values.map((v) => {
+    const literal = v.includes(":") && !v.startsWith("[") ? `[${v}]` : v;
+    const hostname = URL.canParse(`http://${literal}/`) ? new URL(`http://${literal}/`).hostname : null;
+    if (hostname === null || !isLinkLocalOrUnspecified(hostname)) {
+      throw usageError(`${from} ${v} is not a link-local or unspecified address`, "e.g. --allow-upstream-host 169.254.169.254");
+    }
+    return hostname;
+  });
+}
+
+/** The admin token given by file or environment (checked) and where it came from, or null when neither is set. */
+function configuredAdminToken(run: DeskRun): { token: string; from: string } | null {
+  let token: string | undefined;
+  let from: string;
+  if (run.flags.adminTokenFile !== undefined) {
+    from = run.flags.adminTokenFile;
+    try {
+      token = readFileSync(from, "utf8").replace(/\r?\n$/, "");
+    } catch (err) {
+      throw failure(`cannot read the admin token file ${from}: ${(err as NodeJS.ErrnoException).code ?? "error"}`);
+    }
+  } else {
+    token = run.env[ADMIN_TOKEN_ENV];
+    from = ADMIN_TOKEN_ENV;
+    if (token === undefined || token === "") return null;
+  }
+  // A short token can be guessed online: refuse to start with one.
+  if (token.length < MIN_ADMIN_TOKEN_CHARS || !/^[\x21-\x7e]+$/.test(token)) {
+    throw failure(
+      `the admin token from ${from} is shorter than ${MIN_ADMIN_TOKEN_CHARS} characters or holds spaces or control characters`,
+      "generate one with: openssl rand -base64 33",
+    );
+  }
+  return { token, from: run.flags.adminTokenFile !== undefined ? `the file ${from} (--admin-token-file)` : from };
+}
+
+function loadTls(flags: DeskFlags): { cert: string; key: string } | undefined {
+  if (flags.tlsCert === undefined && flags.tlsKey === undefined) return undefined;
+  if (flags.tlsCert === undefined || flags.tlsKey === undefined) throw usageError("--tls-cert and --tls-key go together");
+  const read = (p: string) => {
+    try {
+      return readFileSync(p, "utf8");
+    } catch (err) {
+      throw failure(`cannot read ${p}: ${(err as NodeJS.ErrnoException).code ?? "error"}`);
+    }
+  };
+  return { cert: read(flags.tlsCert), key: read(flags.tlsKey) };
+}
+
+export type DeskSettings = {
+  /** As given (for messages), and read. */
+  listenText: string;
+  listen: ListenAddress;
+  timeoutMs: number;
+  allowedHosts: string[];
+  allowUpstreamHosts: string[];
+  configured: { token: string; from: string } | null;
+  tls: { cert: string; key: string } | undefined;
+};
+
+/** Every setting of `ask-only desk`, read and checked (usage errors exit 2, unreadable files 1). */
+export function deskSettings(run: DeskRun): DeskSettings {
+  const listenText = run.flags.listen ?? DEFAULT_LISTEN;
+  return {
+    listenText,
+    listen: listenAddress(listenText),
+    timeoutMs: parseTimeout(run.flags.upstreamTimeout),
+    allowedHosts: parseAllowedHosts(run.flags.allowedHost),
+    allowUpstreamHosts: parseUpstreamHostAllowance(run),
+    configured: configuredAdminToken(run),
+    tls: loadTls(run.flags),
+  };
+}

@@ -1,0 +1,16 @@
+// The parts of one desk that its operations share (desk.ts builds them; each operation module
+// takes them): the ledger port, the clock, the log, and the in-memory state built on the ledger.
+import type { Catalog } from "./catalog.ts";
+import type { Clock, DeskLedger, Log } from "./ports.ts";
+import type { UpstreamRegistry } from "./registry.ts";
+import type { Signing } from "./signing.ts";
+
+export type DeskContext = {
+  readonly ledger: DeskLedger;
+  readonly now: Clock;
+  readonly log: Log;
+  readonly upstreamTimeoutMs: number;
+  readonly catalog: Catalog;
+  readonly registry: UpstreamRegistry;
+  readonly signing: Signing;
+};

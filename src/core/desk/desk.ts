@@ -1,0 +1,236 @@
+// The desk as one object: the operations its faces (the agents' REST API and MCP endpoint, the
+// operator API, the sandbox) call, over the ports it is built with (ports.ts). Each operation
+// lives in the module of its concern; this file only wires them. Tests build it in-process, the
+// binary from its data directory.
+import type { Envelope, Jwks, ReceiptSigner } from "../receipt/index.ts";
+import { Catalog, type ToolEntry } from "./catalog.ts";
+import { allowedTools, clear, validKey } from "./clearing.ts";
+import type { DeskContext } from "./context.ts";
+import * as keys from "./keys.ts";
+import { DEFAULT_UPSTREAM_TIMEOUT_MS } from "./limits.ts";
+import type { ClearingOutcome } from "./outcomes.ts";
+import type { Clock, DeskLedger, Log, ReceiptMaker, SigningKeyStore, UpstreamConnectors } from "./ports.ts";
+import * as receipts from "./receipts.ts";
+import type { AuditEntry, AuditFilter, DeskKey, KeyPatch, Org, ReceiptRecord, SandboxSettings, ToolRecord, UpstreamRecord } from "./records.ts";
+import { sweepAbandoned, sweepStale } from "./recovery.ts";
+import { UpstreamRegistry } from "./registry.ts";
+import * as sandbox from "./sandbox.ts";
+import type { SealingKey } from "./seal.ts";
+import { Signing } from "./signing.ts";
+import { WireError } from "../errors.ts";
+
+export type DeskOptions = {
+  ledger: DeskLedger;
+  /** One connector per kind of upstream (adapters/mcp-upstream for "mcp"). */
+  connectors: UpstreamConnectors;
+  signer: ReceiptSigner;
+  sealingKey: SealingKey;
+  now?: Clock;
+  upstreamTimeoutMs?: number;
+  log?: Log;
+  /** Keeps a new signing key before the desk signs with it; the binary writes its data dir. */
+  storeSigningKey?: SigningKeyStore;
+  /** Link-local or unspecified upstream hosts the operator allows (--allow-upstream-host), as URL hostnames. */
+  allowUpstreamHosts?: readonly string[];
+};
+
+export class Desk {
+  readonly #d: DeskContext;
+
+  private constructor(d: DeskContext) {
+    this.#d = d;
+  }
+
+  /** Builds the desk: publishes the signer's key, opens every upstream, compiles every schema. */
+  static async open(options: DeskOptions): Promise<Desk> {
+    const now = options.now ?? Date.now;
+    const log = options.log ?? (() => {});
+    const upstreamTimeoutMs = options.upstreamTimeoutMs ?? DEFAULT_UPSTREAM_TIMEOUT_MS;
+    const catalog = new Catalog(options.ledger.catalog, log);
+    const registry = new UpstreamRegistry({
+      store: options.ledger.catalog,
+      catalog,
+      connectors: options.connectors,
+      sealingKey: options.sealingKey,
+      timeoutMs: upstreamTimeoutMs,
+      allowHosts: new Set(options.allowUpstreamHosts ?? []),
+      now,
+      log,
+    });
+    const signing = new Signing(options.signer, options.ledger.records, options.storeSigningKey ?? (() => {}), now);
+    const desk = new Desk({ ledger: options.ledger, now, log, upstreamTimeoutMs, catalog, registry, signing });
+    await signing.publish();
+    await registry.openStored();
+    await catalog.reload();
+    return desk;
+  }
+
+  now(): number {
+    return this.#d.now();
+  }
+
+  get upstreamTimeoutMs(): number {
+    return this.#d.upstreamTimeoutMs;
+  }
+
+  // --- agents ---------------------------------------------------------------------------------
+
+  /** The clearing path (clearing.ts). */
+  clear(keySecret: string | null, toolName: string, args: unknown, agentGone?: AbortSignal): Promise<ClearingOutcome> {
+    return clear(this.#d, keySecret, toolName, args, agentGone);
+  }
+
+  /** The key a secret opens now, or null (unknown, revoked, expired, malformed). */
+  validKey(secret: string | null): Promise<DeskKey | null> {
+    return validKey(this.#d, secret, this.#d.now());
+  }
+
+  allowedTools(key: DeskKey): { tool: ToolEntry; priceMc: number }[] {
+    return allowedTools(this.#d, key);
+  }
+
+  budgetOf(key: DeskKey): { period: string; spentMc: number; remainingMc: number } {
+    return keys.budgetOf(key, this.#d.now());
+  }
+
+  receiptFor(id: string, reader: receipts.Reader): Promise<ReceiptRecord | null> {
+    return receipts.receiptFor(this.#d, id, reader);
+  }
+
+  keyReceipts(key: DeskKey, sinceMs: number, limit: number): Promise<{ receipts: ReceiptRecord[]; held: Set<string> }> {
+    return receipts.keyReceipts(this.#d, key, sinceMs, limit);
+  }
+
+  heldResultFor(key: DeskKey, receiptId: string): Promise<{ result: Record<string, unknown>; receipt: Envelope } | null> {
+    return receipts.heldResultFor(this.#d, key, receiptId);
+  }
+
+  // --- tools and upstreams --------------------------------------------------------------------
+
+  /** A tool the desk serves now (active, its schemas compiled). */
+  tool(name: string): ToolEntry | undefined {
+    return this.#d.catalog.tool(name);
+  }
+
+  allTools(): ToolEntry[] {
+    return this.#d.catalog.all();
+  }
+
+  /** Every tool the ledger holds, inactive ones too (the operator's view). */
+  toolRecords(): Promise<ToolRecord[]> {
+    return this.#d.ledger.catalog.tools();
+  }
+
+  /** Sets a tool's price; TOOL_UNKNOWN. The desk charges it from the next call. */
+  async priceTool(name: string, priceMc: number, upstreamCostMc: number): Promise<ToolRecord> {
+    if (!(await this.#d.ledger.catalog.setPrice(name, priceMc, upstreamCostMc))) throw new WireError("TOOL_UNKNOWN");
+    await this.#d.catalog.reload();
+    return (await this.#d.ledger.catalog.tool(name))!;
+  }
+
+  upstreams(): Promise<UpstreamRecord[]> {
+    return this.#d.registry.list();
+  }
+
+  addUpstream(name: string, url: URL, headers: Record<string, string>): Promise<{ tools: string[] }> {
+    return this.#d.registry.register(name, url, headers);
+  }
+
+  refreshUpstream(name: string): Promise<{ tools: string[] }> {
+    return this.#d.registry.refresh(name);
+  }
+
+  // --- organizations and keys -----------------------------------------------------------------
+
+  createOrg(name: string): Promise<Org> {
+    return keys.createOrg(this.#d, name);
+  }
+
+  orgs(): Promise<Org[]> {
+    return this.#d.ledger.orgs.list();
+  }
+
+  createKey(input: keys.NewKeyInput): Promise<{ keyId: string; secret: string }> {
+    return keys.createKey(this.#d, input);
+  }
+
+  key(id: string): Promise<DeskKey> {
+    return keys.existingKey(this.#d, id);
+  }
+
+  keys(orgId: string | null): Promise<DeskKey[]> {
+    return keys.listKeys(this.#d, orgId);
+  }
+
+  patchKey(id: string, patch: KeyPatch): Promise<DeskKey> {
+    return keys.patchKey(this.#d, id, patch);
+  }
+
+  rotateKey(id: string): Promise<string> {
+    return keys.rotateKey(this.#d, id);
+  }
+
+  revokeKey(id: string): Promise<DeskKey> {
+    return keys.revokeKey(this.#d, id);
+  }
+
+  // --- records --------------------------------------------------------------------------------
+
+  audit(filter: AuditFilter): Promise<AuditEntry[]> {
+    return receipts.audit(this.#d, filter);
+  }
+
+  exportReceipts(filter: { orgId: string | null; sinceMs: number | null }): Promise<ReceiptRecord[]> {
+    return receipts.exportReceipts(this.#d, filter);
+  }
+
+  // --- the sandbox ----------------------------------------------------------------------------
+
+  sandbox(): Promise<SandboxSettings | null> {
+    return sandbox.sandboxSettings(this.#d);
+  }
+
+  setSandbox(input: Parameters<typeof sandbox.setSandbox>[1]): Promise<SandboxSettings> {
+    return sandbox.setSandbox(this.#d, input);
+  }
+
+  clearSandbox(): Promise<void> {
+    return sandbox.clearSandbox(this.#d);
+  }
+
+  grantSandboxKey(address: string | null): Promise<sandbox.SandboxKey> {
+    return sandbox.grantSandboxKey(this.#d, address);
+  }
+
+  // --- signing and recovery -------------------------------------------------------------------
+
+  get signer(): ReceiptSigner {
+    return this.#d.signing.current;
+  }
+
+  /** Signs receipts with `make` as the clearing path does (tests and benchmarks drive the ledger with it). */
+  receiptMaker(): { make: ReceiptMaker; last: () => Envelope | null } {
+    return this.#d.signing.receiptMaker();
+  }
+
+  /** Switches to a new signing key; the old one stays in the key set as retired. */
+  rotateSigner(): Promise<{ kid: string; retiredKid: string }> {
+    return this.#d.signing.rotate();
+  }
+
+  jwks(): Promise<Jwks> {
+    return this.#d.signing.jwks();
+  }
+
+  sweepAbandoned(beforeMs: number): Promise<number> {
+    return sweepAbandoned(this.#d, beforeMs);
+  }
+
+  sweepStale(): Promise<number> {
+    return sweepStale(this.#d);
+  }
+
+  async close(): Promise<void> {
+    await this.#d.registry.close();
+  }
+}

@@ -1,0 +1,68 @@
+// What a call of a paid tool comes to, typed end to end: the receipt outcomes (the receipt's own
+// enum), the refusals the audit log records without a receipt, and the answers that reach
+// neither. Every status is the error table's (core/errors.ts); no status is written beside a code.
+import { ERRORS, type ErrorCode } from "../errors.ts";
+import type { Envelope, Outcome } from "../receipt/types.ts";
+import type { ArgsProblem } from "./args.ts";
+
+/** An outcome a signed receipt carries. */
+export type ReceiptOutcome = Outcome;
+
+/** Refusals recorded in the audit log without a receipt. */
+export type PlainOutcome = "refused_rate_limited" | "refused_tool_unknown" | "refused_args_invalid";
+
+/** Outcomes that settle a reservation (everything a receipt carries but the two refusals before it). */
+export type SettleOutcome = Exclude<ReceiptOutcome, "refused_not_allowed" | "refused_budget">;
+
+/** Answers recorded nowhere: no key was identified, the request itself was refused, or the desk failed. */
+export type UnrecordedOutcome = "refused_key_invalid" | "refused_request" | "internal_error";
+
+export type ClearingOutcomeName = ReceiptOutcome | PlainOutcome | UnrecordedOutcome;
+
+/** The code each recorded outcome answers with; null for a charge (200). */
+const RECORDED_CODE: Record<ReceiptOutcome | PlainOutcome, ErrorCode | null> = {
+  charged: null,
+  refused_not_allowed: "TOOL_NOT_ALLOWED",
+  refused_budget: "BUDGET_EXHAUSTED",
+  refunded_upstream_error: "UPSTREAM_ERROR",
+  refunded_timeout: "UPSTREAM_TIMEOUT",
+  refunded_args_refused: "ARGS_REFUSED",
+  refunded_abandoned: "UPSTREAM_TIMEOUT",
+  refused_rate_limited: "TOO_MANY_FAILURES",
+  refused_tool_unknown: "TOOL_UNKNOWN",
+  refused_args_invalid: "ARGS_INVALID",
+};
+
+/** The HTTP status a recorded outcome is answered with (and that its receipt and audit row keep). */
+export function statusOf(outcome: ReceiptOutcome | PlainOutcome): number {
+  const code = RECORDED_CODE[outcome];
+  return code === null ? 200 : ERRORS[code].http;
+}
+
+export type ClearingOutcome = {
+  /** ERRORS[error].http, or 200 for a charge. */
+  status: number;
+  outcome: ClearingOutcomeName;
+  priceMc: number;
+  /** Left in the key's current period; null when no key was identified. */
+  remainingMc: number | null;
+  error?: ErrorCode;
+  problems?: ArgsProblem[];
+  result?: Record<string, unknown>;
+  receipt?: Envelope;
+};
+
+/** A call that stopped with `code`, its status the table's. */
+export function refusal(
+  code: ErrorCode,
+  outcome: ClearingOutcomeName,
+  money: { priceMc: number; remainingMc: number | null },
+  extra: { problems?: ArgsProblem[]; receipt?: Envelope } = {},
+): ClearingOutcome {
+  return { status: ERRORS[code].http, outcome, error: code, priceMc: money.priceMc, remainingMc: money.remainingMc, ...extra };
+}
+
+/** A request refused before the clearing path could identify a key (its body, its path) or a fault of the desk. */
+export function unrecorded(code: ErrorCode): ClearingOutcome {
+  return refusal(code, code === "INTERNAL" ? "internal_error" : "refused_request", { priceMc: 0, remainingMc: null });
+}

@@ -1,0 +1,239 @@
+// The ports of the desk domain: what it needs from the world, as small interfaces. The domain
+// never imports an implementation; SQLite (adapters/sqlite/desk) is today's ledger and the MCP
+// client (adapters/mcp-upstream) today's upstream. Another backend is another adapter passing
+// the same tests. Every ledger method is async, so an adapter may be a network database.
+import type { ReceiptJwk } from "../receipt/index.ts";
+import type { CallOutcome, UpstreamTool } from "../upstream/outcome.ts";
+import type { PlainOutcome, ReceiptOutcome, SettleOutcome } from "./outcomes.ts";
+import type {
+  AuditEntry,
+  AuditFilter,
+  DeskKey,
+  HeldResult,
+  KeyPatch,
+  NewKey,
+  NewUpstream,
+  Org,
+  ReceiptRecord,
+  SandboxGrant,
+  SandboxSettings,
+  SigningKeyRecord,
+  ToolListing,
+  ToolRecord,
+  UpstreamKind,
+  UpstreamRecord,
+} from "./records.ts";
+
+/** Milliseconds since the epoch. */
+export type Clock = () => number;
+
+/** One log line for the operator (never a secret, never agent text). */
+export type Log = (line: string) => void;
+
+// --- the ledger ------------------------------------------------------------------------------
+
+/** A write the ledger refused on what it holds: a name taken, a row gone, a budget below its spend. */
+export class LedgerConflict extends Error {
+  override name = "LedgerConflict";
+  constructor(readonly code: "EXISTS" | "MISSING" | "OVER_BUDGET") {
+    super(code);
+  }
+}
+
+/** One call on the clearing path, as far as the ledger needs it. */
+export type CallContext = {
+  key: DeskKey;
+  tool: string;
+  priceMc: number;
+  upstreamCostMc: number;
+  paramsSha256: string;
+  now: number;
+  /** The UTC hour at `now` (hourOf). */
+  hour: string;
+  /** The key's period at `now` (for its reset kind). */
+  period: string;
+};
+
+/** Where a new receipt sits in its key's hash chain. */
+export type ChainLink = { seq: number; prevSha256: string | null };
+
+/** What the ledger knows when a receipt is made, inside the transaction that stores it. */
+export type ReceiptFacts = {
+  /** The id the receipt must carry (chosen by the ledger, which stores it with the call). */
+  receiptId: string;
+  link: ChainLink;
+  keyId: string;
+  orgId: string;
+  tool: string;
+  outcome: ReceiptOutcome;
+  httpStatus: number;
+  priceMc: number;
+  amountMc: number;
+  upstreamCostMc: number;
+  remainingMc: number;
+  period: string;
+  paramsSha256: string;
+  /** Set exactly when charged: the hash of the result that was paid for. */
+  resultSha256: string | null;
+  issuedAt: number;
+};
+
+/** A signed receipt, ready to store: `sha256` is what the next receipt's prev_sha256 holds. */
+export type StoredReceipt = { id: string; kid: string; sha256: string; envelope: string };
+
+/**
+ * Signs a receipt from its facts. The ledger calls it inside the transaction that stores the
+ * receipt, so a chain link and its receipt commit together or not at all.
+ */
+export type ReceiptMaker = (facts: ReceiptFacts) => StoredReceipt;
+
+export type ReserveResult =
+  | { kind: "reserved"; reservationId: number; remainingMc: number }
+  | { kind: "no_room"; receipt: StoredReceipt; remainingMc: number }
+  /** FAILURES_PER_HOUR calls of this hour failed or are still running: an audit row, no count. */
+  | { kind: "rate_limited"; remainingMc: number }
+  | { kind: "key_gone" };
+
+export type Settlement = { reservationId: number; outcome: SettleOutcome; resultSha256: string | null; now: number };
+
+export type SettleResult =
+  | { kind: "settled"; receipt: StoredReceipt; remainingMc: number }
+  /** Someone settled it first (the abandoned-reservation sweep): nothing changed. */
+  | { kind: "already_settled"; receipt: ReceiptRecord | null; outcome: SettleOutcome | null; remainingMc: number };
+
+/**
+ * The money path. Each method is one transaction: its money, receipt and audit row commit
+ * together or not at all, and nothing is answered before it is durable. No method reads and
+ * then writes outside that transaction.
+ */
+export interface MoneyLedger {
+  /** 429 (not counted), 404 or 400 ARGS_INVALID (counted as a failure): an audit row, no receipt. */
+  recordPlainRefusal(ctx: CallContext, outcome: PlainOutcome): Promise<void>;
+  /** 403: a signed receipt, a failure counted, no money moves. */
+  refuseNotAllowed(ctx: CallContext, make: ReceiptMaker): Promise<{ receipt: StoredReceipt; remainingMc: number }>;
+  /** The one conditional reservation (budget, period reset and failure limit in one statement). */
+  reserve(ctx: CallContext, make: ReceiptMaker): Promise<ReserveResult>;
+  /** Charges or refunds an open reservation, into the period it was taken from. */
+  settle(settlement: Settlement, make: ReceiptMaker): Promise<SettleResult>;
+  /** Ids of reservations still open that were taken before `beforeMs` (all of them: Infinity). */
+  openReservations(beforeMs: number): Promise<number[]>;
+  /** Keeps a result until `heldUntil`; past ones go first and a key keeps its `perKey` newest. */
+  holdResult(held: HeldResult & { now: number; perKey: number }): Promise<void>;
+}
+
+export interface OrgStore {
+  create(org: Org): Promise<void>;
+  get(id: string): Promise<Org | null>;
+  list(): Promise<Org[]>;
+}
+
+export interface KeyStore {
+  create(key: NewKey): Promise<void>;
+  get(id: string): Promise<DeskKey | null>;
+  /**
+   * The key whose secret hashes to `secretSha256`, found by its lookup prefix and compared in
+   * constant time. Revoked and expired keys are returned too: the caller decides.
+   */
+  find(lookup: string, secretSha256: Uint8Array): Promise<DeskKey | null>;
+  list(orgId: string | null): Promise<DeskKey[]>;
+  /** MISSING, or OVER_BUDGET when a budget is below what the key's period at `now` spent. */
+  patch(id: string, patch: KeyPatch, now: number): Promise<DeskKey>;
+  /** A new secret; the old one stops matching at once. False when there is no such key. */
+  rotate(id: string, lookup: string, secretSha256: Uint8Array): Promise<boolean>;
+  revoke(id: string, now: number): Promise<boolean>;
+}
+
+export interface CatalogStore {
+  upstream(name: string): Promise<UpstreamRecord | null>;
+  upstreams(): Promise<UpstreamRecord[]>;
+  /** Stores an upstream with its tools in one transaction; EXISTS when the name is taken. */
+  addUpstream(upstream: NewUpstream, tools: readonly ToolListing[]): Promise<void>;
+  /** Replaces an upstream's tools: new ones appear, gone ones go inactive, prices stay. MISSING. */
+  refreshTools(upstream: string, tools: readonly ToolListing[], now: number): Promise<void>;
+  tool(name: string): Promise<ToolRecord | null>;
+  tools(): Promise<ToolRecord[]>;
+  /** False when there is no such tool. */
+  setPrice(name: string, priceMc: number, upstreamCostMc: number): Promise<boolean>;
+}
+
+export interface RecordStore {
+  receipt(id: string): Promise<ReceiptRecord | null>;
+  /** One key's receipts issued at or after `sinceMs`, in chain order, at most `limit`. */
+  keyReceipts(keyId: string, sinceMs: number, limit: number): Promise<ReceiptRecord[]>;
+  /** Receipts in issue order (per key, in chain order), optionally of one org and since a time. */
+  receipts(filter: { orgId: string | null; sinceMs: number | null }): Promise<ReceiptRecord[]>;
+  audit(filter: AuditFilter): Promise<AuditEntry[]>;
+  /** The held result of a receipt while it is held at `now`. */
+  heldResult(receiptId: string, now: number): Promise<HeldResult | null>;
+  /** Which of these receipts have a result held at `now`. */
+  heldAmong(receiptIds: readonly string[], now: number): Promise<Set<string>>;
+  /** Publishes a signing key; every other one is retired at `now`. */
+  addSigningKey(kid: string, publicJwk: ReceiptJwk, now: number): Promise<void>;
+  signingKeys(): Promise<SigningKeyRecord[]>;
+  meta(name: string): Promise<string | null>;
+  /** Sets a value once; false when it was already set (two first starts racing). */
+  setMetaOnce(name: string, value: string): Promise<boolean>;
+}
+
+export interface SandboxStore {
+  settings(): Promise<SandboxSettings | null>;
+  /** Turns the sandbox on, or changes it; keys already handed out keep what they were given. */
+  set(settings: SandboxSettings): Promise<void>;
+  /** Turns it off; whether it was on. */
+  clear(): Promise<boolean>;
+  /**
+   * Creates the org and the key when the network has had fewer than `limit` keys on the day and
+   * all networks together fewer than `dayLimit`, in one transaction; false (nothing written) otherwise.
+   */
+  grant(grant: SandboxGrant): Promise<boolean>;
+  /** Keys counted for `network` on `day`. */
+  grants(day: string, network: string): Promise<number>;
+}
+
+/** The `desk check` invariants, as the ledger sees them. */
+export interface LedgerCheck {
+  /** For every key and period, spent = charges + open reservations, and the counts agree: what is wrong. */
+  money(): Promise<string[]>;
+  /** Every receipt of every key in chain order. */
+  receiptsByKey(): Promise<Map<string, ReceiptRecord[]>>;
+}
+
+/** The desk ledger: one object per backend holding every store. */
+export interface DeskLedger {
+  readonly money: MoneyLedger;
+  readonly orgs: OrgStore;
+  readonly keys: KeyStore;
+  readonly catalog: CatalogStore;
+  readonly records: RecordStore;
+  readonly sandbox: SandboxStore;
+  readonly check: LedgerCheck;
+  /** Finishes background work and closes; nothing is lost that a method had answered. */
+  close(): Promise<void>;
+}
+
+// --- upstreams -------------------------------------------------------------------------------
+// What a call comes to and what an upstream lists are every upstream adapter's vocabulary
+// (core/upstream/outcome.ts).
+
+/** A paid tool server. */
+export interface Upstream {
+  readonly name: string;
+  /** Every tool it serves; throws on any failure (registration reports it). */
+  listTools(): Promise<UpstreamTool[]>;
+  /** One call within the deadline; never throws. */
+  call(tool: string, args: Record<string, unknown>): Promise<CallOutcome>;
+  close(): Promise<void>;
+}
+
+/** Opens an upstream of one kind from where it is and its opened credentials. */
+export interface UpstreamConnector {
+  open(target: { name: string; url: URL; headers: Readonly<Record<string, string>>; timeoutMs: number }): Upstream;
+}
+
+export type UpstreamConnectors = Readonly<Record<UpstreamKind, UpstreamConnector>>;
+
+// --- signing keys ----------------------------------------------------------------------------
+
+/** Keeps a new receipt-signing key (PKCS#8 PEM) before the desk signs with it. */
+export type SigningKeyStore = (privatePem: string) => void;
+

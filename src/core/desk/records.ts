@@ -1,0 +1,147 @@
+// What the desk keeps, as the domain reads it: organizations, keys, upstreams and tools, receipts,
+// audit entries, signing keys, the sandbox. Every ledger adapter returns these (no storage types:
+// no integer booleans, no JSON text to parse again), and takes them back through the ports.
+import type { ReceiptJwk } from "../receipt/index.ts";
+import type { PlainOutcome, ReceiptOutcome } from "./outcomes.ts";
+import type { Reset } from "./period.ts";
+
+export type Org = { id: string; name: string; createdAt: number };
+
+export type DeskKey = {
+  id: string;
+  orgId: string;
+  name: string;
+  budgetMc: number;
+  /** The spend of the key's latest period (see spentIn). */
+  spentMc: number;
+  reset: Reset;
+  /** The period `spentMc` belongs to. */
+  period: string;
+  allow: readonly string[];
+  /** The key's own prices, by tool name (a tool not named here costs its default). */
+  prices: Readonly<Record<string, number>>;
+  expiresAt: number | null;
+  revokedAt: number | null;
+  createdAt: number;
+  /** The UTC hour `failCount` counts in (the failure limit, SPEC 8.3). */
+  failHour: string;
+  failCount: number;
+};
+
+/** A key as it is created: its secret is stored only as the lookup prefix and the hash. */
+export type NewKey = {
+  id: string;
+  orgId: string;
+  name: string;
+  lookup: string;
+  secretSha256: Uint8Array;
+  budgetMc: number;
+  reset: Reset;
+  period: string;
+  allow: readonly string[];
+  prices: Readonly<Record<string, number>>;
+  expiresAt: number | null;
+  now: number;
+};
+
+/** What an operator may change on a key (reset is fixed at creation). */
+export type KeyPatch = {
+  name?: string;
+  budgetMc?: number;
+  allow?: readonly string[];
+  prices?: Readonly<Record<string, number>>;
+  expiresAt?: number | null;
+};
+
+/** What a key has spent in `period`: it keeps the spend of its latest period only. */
+export function spentIn(key: Pick<DeskKey, "period" | "spentMc">, period: string): number {
+  return key.period === period ? key.spentMc : 0;
+}
+
+/** The kinds of upstream the desk speaks to; each has its connector (ports.ts). */
+export type UpstreamKind = "mcp";
+
+export type UpstreamRecord = {
+  name: string;
+  kind: UpstreamKind;
+  url: string;
+  /** The credential headers, sealed (seal.ts) with the upstream's name as additional data. */
+  sealedHeaders: string | null;
+  /** Their names only, which the operator may see again. */
+  headerNames: readonly string[];
+  createdAt: number;
+  refreshedAt: number;
+};
+
+export type NewUpstream = Omit<UpstreamRecord, "createdAt" | "refreshedAt"> & { now: number };
+
+/** One tool of an upstream's listing, as registration and refresh store it. */
+export type ToolListing = {
+  /** The desk's name for it: `{upstream}__{tool}`. */
+  name: string;
+  upstreamTool: string;
+  description: string;
+  inputSchema: Record<string, unknown>;
+  /** The upstream's listed fields agents see unchanged (title, outputSchema, annotations, _meta). */
+  listing: Record<string, unknown>;
+};
+
+export type ToolRecord = ToolListing & {
+  upstream: string;
+  priceMc: number;
+  upstreamCostMc: number;
+  /** False once its upstream stopped listing it (its price is kept). */
+  active: boolean;
+};
+
+export type ReceiptRecord = {
+  id: string;
+  orgId: string;
+  keyId: string;
+  seq: number;
+  issuedAt: number;
+  tool: string;
+  outcome: ReceiptOutcome;
+  period: string;
+  amountMc: number;
+  kid: string;
+  /** SHA-256 of the signed payload bytes: what the next receipt's prev_sha256 holds. */
+  sha256: string;
+  /** The envelope as signed and stored (JSON text), answered as it is. */
+  envelope: string;
+};
+
+export type AuditEntry = {
+  at: number;
+  orgId: string;
+  keyId: string;
+  tool: string;
+  outcome: ReceiptOutcome | PlainOutcome;
+  httpStatus: number;
+  priceMc: number;
+  upstreamCostMc: number;
+  marginMc: number;
+  receiptId: string | null;
+};
+
+export type AuditFilter = { orgId: string | null; keyId: string | null; sinceMs: number | null; limit: number };
+
+export type SigningKeyRecord = { kid: string; publicJwk: ReceiptJwk; createdAt: number; retiredAt: number | null };
+
+/** The result of a charged call whose agent disconnected, kept for it to fetch. */
+export type HeldResult = { receiptId: string; keyId: string; result: Record<string, unknown>; heldUntil: number };
+
+export type SandboxSettings = { tools: readonly string[]; budgetMc: number; ttlS: number; keysPerDay: number; updatedAt: number };
+
+/** One sandbox key handed out, under the per-network and all-networks limits of its UTC day. */
+export type SandboxGrant = {
+  /** UTC day, "2026-11-30". */
+  day: string;
+  /** "203.0.113.0/24" or "2001:db8:1:2::/64". */
+  network: string;
+  limit: number;
+  /** Keys of `day` across all networks. */
+  dayLimit: number;
+  org: Org;
+  key: NewKey;
+};
