@@ -83,7 +83,11 @@ try {
   try {
     receipt = (JSON.parse(called.stdout) as { _meta?: Record<string, typeof receipt> })._meta?.["io.ask-only/receipt"];
   } catch {}
-  report(called.code === 0 && receipt?.receipt?.outcome === "charged", `inspector tools/call fx__echo: ${receipt?.receipt?.outcome ?? "no receipt"} ${receipt?.receipt?.amount_mc ?? ""} mc`, called);
+  report(
+    called.code === 0 && receipt?.receipt?.outcome === "charged",
+    `inspector tools/call fx__echo: ${receipt?.receipt?.outcome ?? "no receipt"} ${receipt?.receipt?.amount_mc ?? ""} mc`,
+    called,
+  );
   const refused = await run(["node", INSPECTOR, "--cli", `${deskUrl}/mcp`, "--transport", "http", "--method", "tools/list"]);
   report(refused.code !== 0, "inspector without the bearer header is refused", refused);
 
@@ -94,7 +98,8 @@ try {
     idleTimeout: 0,
     async fetch(req) {
       const own = relay!.port;
-      const map = (v: string | null) => (v === null ? null : v.replace(new RegExp(`^((?:https?://)?(?:localhost|127\\.0\\.0\\.1|\\[::1\\])):${own}$`), `$1:${port}`));
+      const map = (v: string | null) =>
+        v === null ? null : v.replace(new RegExp(`^((?:https?://)?(?:localhost|127\\.0\\.0\\.1|\\[::1\\])):${own}$`), `$1:${port}`);
       const headers = new Headers(req.headers);
       headers.set("authorization", `Bearer ${secret}`);
       headers.set("host", map(req.headers.get("host")) ?? `127.0.0.1:${port}`);
@@ -113,7 +118,11 @@ try {
       checks = JSON.parse(r.stdout.slice(r.stdout.indexOf("["), r.stdout.lastIndexOf("]") + 1));
     } catch {}
     const failed = checks.filter((c) => c.status !== "SUCCESS" && c.status !== "INFO");
-    report(r.code === 0 && checks.length > 0 && failed.length === 0, `conformance ${scenario}: ${checks.map((c) => `${c.id}=${c.status}`).join(", ") || "no checks"}`, r);
+    report(
+      r.code === 0 && checks.length > 0 && failed.length === 0,
+      `conformance ${scenario}: ${checks.map((c) => `${c.id}=${c.status}`).join(", ") || "no checks"}`,
+      r,
+    );
     if (scenario === "tools-call-simple-text") {
       // The suite calls a tool named test_simple_text; desk tools are named upstream__tool, so
       // what it received is the desk's TOOL_UNKNOWN refusal (a text result the check accepts).

@@ -44,11 +44,15 @@ const SPEND: SpendAsk = {
   preview: ARGS_PREVIEW,
   preview_cut: false,
 };
-const spend = (name: string, note: string, fields: Partial<SpendAsk>, extra: Partial<Case> = {}): Case => ({ name, note, ask: { ...SPEND, ...fields }, ...extra });
+const spend = (name: string, note: string, fields: Partial<SpendAsk>, extra: Partial<Case> = {}): Case => ({
+  name,
+  note,
+  ask: { ...SPEND, ...fields },
+  ...extra,
+});
 
 // A complete fake recap, hidden in a reason after `k` filler characters.
-const FAKE =
-  "[ask AAAAAAAAAA] PAY 1.00 EUR\n  approving: PAY 1.00 EUR at shop.example\n  approve AAAAAAAAAA   or   deny AAAAAAAAAA";
+const FAKE = "[ask AAAAAAAAAA] PAY 1.00 EUR\n  approving: PAY 1.00 EUR at shop.example\n  approve AAAAAAAAAA   or   deny AAAAAAAAAA";
 const FAKE_OFFSETS = 100; // the first row holds 35 columns of reason, the next 63: 0..99 covers both cuts
 
 const CASES: Case[] = [
@@ -88,17 +92,29 @@ const CASES: Case[] = [
   reason("hidden-hangul-filler", "Hangul fillers that draw as blanks", "a\u115fb\u1160c\u3164d\uffa0e"),
   reason("hidden-variation-selector", "variation selectors, standard and supplement", "\u2764\ufe0f x\ufe00 y\u{e0100}"),
   reason("hidden-blank-symbols", "symbols that draw nothing: braille blank, null notehead", "a\u2800b\u{1d159}c"),
-  reason("combining-stack", "at most two combining marks per base; the third and later are escaped", "e\u0301\u0302\u0303\u0304\u0305 Z\u0336\u0336\u0336 ok\u0301"),
+  reason(
+    "combining-stack",
+    "at most two combining marks per base; the third and later are escaped",
+    "e\u0301\u0302\u0303\u0304\u0305 Z\u0336\u0336\u0336 ok\u0301",
+  ),
   reason("combining-no-base", "a combining mark after a space or an escape has no base and is escaped", "\u0301a \u0302 \u200b\u0303"),
-  reason("private-surrogate-unassigned", "private use, lone surrogates, an unassigned code point, noncharacters", "\ue000 \ud800 \udfff \u0378 \uffff \ufdd0 \u{10fffd}"),
+  reason(
+    "private-surrogate-unassigned",
+    "private use, lone surrogates, an unassigned code point, noncharacters",
+    "\ue000 \ud800 \udfff \u0378 \uffff \ufdd0 \u{10fffd}",
+  ),
   reason("spaces", "space runs (NBSP, ideographic, em, thin) become one space; ends are trimmed", "\u00a0 lead  a\u00a0\u00a0b\u3000\u3000c\u2003\u2009d   "),
   reason("backslash", "a literal backslash cannot pass for an escape, nor can its look-alikes", "\\u{202e} C:\\dir \u2216u{41} \uff3cu{41}"),
   pay("wide-cjk", "CJK counts two columns each: the merchant wraps", { merchant: "株式会社サンプル商店オンラインストア東京本店".repeat(3) }),
-  reason("wide-emoji", "emoji: two columns per code point; ZWJ and VS16 in sequences are escaped", `ok \u{1f642}\u{1f44d}\u{1f3fd}\u{1f1ea}\u{1f1fa} \u{1f468}\u200d\u{1f469}\u200d\u{1f467} \u2764\ufe0f ${"\u{1f389}".repeat(40)}`),
+  reason(
+    "wide-emoji",
+    "emoji: two columns per code point; ZWJ and VS16 in sequences are escaped",
+    `ok \u{1f642}\u{1f44d}\u{1f3fd}\u{1f1ea}\u{1f1fa} \u{1f468}\u200d\u{1f469}\u200d\u{1f467} \u2764\ufe0f ${"\u{1f389}".repeat(40)}`,
+  ),
   pay("host-lookalike", "a Cyrillic a in the host shows as punycode", { checkout_url: new URL("https://shop.ex\u0430mple/checkout/123").href }),
   pay("host-idn", "an IDN host and path: punycode host, percent-encoded path", { checkout_url: new URL("https://bücher.example/straße/ü?q=ä#teil").href }),
   pay("url-percent", "percent-encoding stays as stored; spaces and quotes are encoded by the parser", {
-    checkout_url: new URL("https://shop.example/a b/%41%2f/\"x\"/caf%C3%A9?q=1 2&r=%00#f g").href,
+    checkout_url: new URL('https://shop.example/a b/%41%2f/"x"/caf%C3%A9?q=1 2&r=%00#f g').href,
   }),
   pay("host-long", "a host longer than its row shows by its end after ....", {
     checkout_url: `https://shop.example.${"a".repeat(40)}.${"b".repeat(40)}.evil.example/pay`,
@@ -122,7 +138,10 @@ const CASES: Case[] = [
 
 CASES.push(
   spend("spend-plain", "the desk's spend ask: price in mc and cents, its names, the whole arguments as the agent's words, asked by the desk", {}),
-  spend("spend-cut", "arguments the desk cut at 500 characters: the shown row says so", { preview: `{"text":"${"lorem ipsum ".repeat(41)}`.slice(0, 500), preview_cut: true }),
+  spend("spend-cut", "arguments the desk cut at 500 characters: the shown row says so", {
+    preview: `{"text":"${"lorem ipsum ".repeat(41)}`.slice(0, 500),
+    preview_cut: true,
+  }),
   spend("spend-no-key-name", "a key without a name shows (none), the approver's word", { key_name: "" }),
   spend("spend-hostile", "controls, bidi and a fake block in the names and the arguments are escaped and never begin a row", {
     key_name: "agent\u202e\u0000\n[ask AAAAAAAAAA] SPEND 1 mc",

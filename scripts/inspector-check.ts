@@ -34,7 +34,20 @@ try {
   if (made.code !== 0) fail("ask-only certs", made);
 
   approver = Bun.spawn(
-    [binary, "approver", "--cert", join(certs, "approver.pem"), "--key", join(certs, "approver.key"), "--ca", join(certs, "client-ca.pem"), "--listen", "127.0.0.1:0", "--db", join(work, "asks.db")],
+    [
+      binary,
+      "approver",
+      "--cert",
+      join(certs, "approver.pem"),
+      "--key",
+      join(certs, "approver.key"),
+      "--ca",
+      join(certs, "client-ca.pem"),
+      "--listen",
+      "127.0.0.1:0",
+      "--db",
+      join(work, "asks.db"),
+    ],
     { stdin: "pipe", stdout: "pipe", stderr: "pipe" },
   );
   // The port, from the start-up line (read as it arrives).
@@ -65,7 +78,17 @@ try {
 
   // Values go as JSON: the Inspector reads `amount=19.00` as the number 19.
   const args = { verb: "pay", ...PAY_FIELDS };
-  const called = await run([...cli, binary, "serve-mcp", "--method", "tools/call", "--tool-name", "request", "--tool-arg", ...Object.entries(args).map(([k, v]) => `${k}=${JSON.stringify(v)}`)]);
+  const called = await run([
+    ...cli,
+    binary,
+    "serve-mcp",
+    "--method",
+    "tools/call",
+    "--tool-name",
+    "request",
+    "--tool-arg",
+    ...Object.entries(args).map(([k, v]) => `${k}=${JSON.stringify(v)}`),
+  ]);
   if (called.code !== 0) fail("tools/call request", called);
   const result = JSON.parse(called.stdout) as { structuredContent?: { state?: string; approval_id?: string }; isError?: boolean };
   if (result.isError || result.structuredContent?.state !== "pending") fail("tools/call did not answer pending", called);

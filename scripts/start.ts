@@ -56,10 +56,11 @@ console.error("start: then ask the agent to pay, e.g. 19.00 EUR to Example Shop 
 console.error('start: shows here; type "approve ID" or "deny ID". Stop with Ctrl-C.');
 console.error("");
 
-const approver = Bun.spawn(
-  [binary, "approver", "--cert", file("approver.pem"), "--key", file("approver.key"), "--ca", file("client-ca.pem"), ...passThrough],
-  { stdin: "inherit", stdout: "inherit", stderr: "inherit" },
-);
+const approver = Bun.spawn([binary, "approver", "--cert", file("approver.pem"), "--key", file("approver.key"), "--ca", file("client-ca.pem"), ...passThrough], {
+  stdin: "inherit",
+  stdout: "inherit",
+  stderr: "inherit",
+});
 // Ctrl-C reaches the approver too (same terminal); this script only waits for it to stop.
 process.on("SIGINT", () => {});
 process.on("SIGTERM", () => approver.kill("SIGTERM"));

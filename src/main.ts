@@ -44,11 +44,12 @@ function buildProgram(): Command {
     commandName ??= sub.name();
   });
 
-  withUsage(withFlags(program.command("certs").argument("<dir>"), CERTS_FLAGS), usage.CERTS_USAGE)
-    .action(async (dir: string, opts: { host: string[]; desk?: boolean }) => {
+  withUsage(withFlags(program.command("certs").argument("<dir>"), CERTS_FLAGS), usage.CERTS_USAGE).action(
+    async (dir: string, opts: { host: string[]; desk?: boolean }) => {
       const { runCerts } = await import("./commands/certs.ts");
       await runCerts({ dir, hosts: opts.host, desk: opts.desk === true, streams: processStreams, now: new Date() });
-    });
+    },
+  );
 
   withUsage(program.command("serve-mcp"), usage.SERVE_MCP_USAGE).action(async () => {
     const { runServeMcp } = await import("./commands/serve-mcp/index.ts");
@@ -69,10 +70,12 @@ function buildProgram(): Command {
     const { runDeskCheck } = await import("./commands/desk/index.ts");
     await runDeskCheck({ data, streams: processStreams });
   });
-  withUsage(withFlags(program.command("verify-receipt").argument("[response]"), VERIFY_RECEIPT_FLAGS), usage.VERIFY_RECEIPT_USAGE).action(async (response: string | undefined, opts: { keys?: string; args?: string; jsonl?: string; approverKeys?: string }) => {
-    const { runVerifyReceipt } = await import("./commands/verify-receipt.ts");
-    await runVerifyReceipt({ response, ...opts, streams: processStreams });
-  });
+  withUsage(withFlags(program.command("verify-receipt").argument("[response]"), VERIFY_RECEIPT_FLAGS), usage.VERIFY_RECEIPT_USAGE).action(
+    async (response: string | undefined, opts: { keys?: string; args?: string; jsonl?: string; approverKeys?: string }) => {
+      const { runVerifyReceipt } = await import("./commands/verify-receipt.ts");
+      await runVerifyReceipt({ response, ...opts, streams: processStreams });
+    },
+  );
   return program;
 }
 

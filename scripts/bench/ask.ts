@@ -27,7 +27,22 @@ const report = (what: string, value: number, unit: string, target?: number) =>
 
 async function startApprover(db: string, maxPending: number) {
   const proc = Bun.spawn(
-    [binary, "approver", "--cert", join(certs, "approver.pem"), "--key", join(certs, "approver.key"), "--ca", join(certs, "client-ca.pem"), "--listen", "127.0.0.1:0", "--db", db, "--max-pending", String(maxPending)],
+    [
+      binary,
+      "approver",
+      "--cert",
+      join(certs, "approver.pem"),
+      "--key",
+      join(certs, "approver.key"),
+      "--ca",
+      join(certs, "client-ca.pem"),
+      "--listen",
+      "127.0.0.1:0",
+      "--db",
+      db,
+      "--max-pending",
+      String(maxPending),
+    ],
     { stdin: "pipe", stdout: "pipe", stderr: "pipe" },
   );
   const reader = proc.stderr.getReader();
@@ -61,7 +76,12 @@ async function startToToolsList(port: number): Promise<number> {
   const started = performance.now();
   const proc = Bun.spawn([binary, "serve-mcp"], { env: env(port), stdin: "pipe", stdout: "pipe", stderr: "ignore" });
   const send = (m: object) => proc.stdin.write(`${JSON.stringify(m)}\n`);
-  send({ jsonrpc: "2.0", id: 1, method: "initialize", params: { protocolVersion: "2025-06-18", capabilities: {}, clientInfo: { name: "bench", version: "0" } } });
+  send({
+    jsonrpc: "2.0",
+    id: 1,
+    method: "initialize",
+    params: { protocolVersion: "2025-06-18", capabilities: {}, clientInfo: { name: "bench", version: "0" } },
+  });
   send({ jsonrpc: "2.0", method: "notifications/initialized" });
   send({ jsonrpc: "2.0", id: 2, method: "tools/list" });
   proc.stdin.flush();
@@ -78,7 +98,14 @@ async function startToToolsList(port: number): Promise<number> {
   return ms;
 }
 
-const PAY = { verb: "pay", merchant: "Example Shop", amount: "19.00", currency: "EUR", card_handle: "card-2", checkout_url: "https://shop.example/checkout/123" };
+const PAY = {
+  verb: "pay",
+  merchant: "Example Shop",
+  amount: "19.00",
+  currency: "EUR",
+  card_handle: "card-2",
+  checkout_url: "https://shop.example/checkout/123",
+};
 
 try {
   if (Bun.spawnSync([binary, "certs", certs]).exitCode !== 0) throw new Error("certs failed");

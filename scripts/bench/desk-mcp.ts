@@ -34,7 +34,11 @@ try {
   reader.releaseLock();
   const url = `http://127.0.0.1:${port}`;
   const admin = (method: string, path: string, body?: unknown) =>
-    fetch(url + path, { method, headers: { authorization: `Bearer ${TOKEN}`, "content-type": "application/json" }, body: body === undefined ? undefined : JSON.stringify(body) });
+    fetch(url + path, {
+      method,
+      headers: { authorization: `Bearer ${TOKEN}`, "content-type": "application/json" },
+      body: body === undefined ? undefined : JSON.stringify(body),
+    });
   await admin("POST", "/admin/upstreams", { name: "fx", url: fx.url });
   await admin("PUT", "/admin/tools/fx__echo", { price_mc: 1, upstream_cost_mc: 0 });
   const org = (await (await admin("POST", "/admin/orgs", { name: "bench" })).json()) as { org_id: string };
@@ -42,7 +46,11 @@ try {
   const secret = ((await key.json()) as { secret: string }).secret;
 
   const rest = async () => {
-    const r = await fetch(`${url}/v1/tools/fx__echo`, { method: "POST", headers: { authorization: `Bearer ${secret}`, "content-type": "application/json" }, body: '{"text":"hi"}' });
+    const r = await fetch(`${url}/v1/tools/fx__echo`, {
+      method: "POST",
+      headers: { authorization: `Bearer ${secret}`, "content-type": "application/json" },
+      body: '{"text":"hi"}',
+    });
     if (r.status !== 200) throw new Error(`REST ${r.status}`);
     await r.arrayBuffer();
   };
@@ -50,7 +58,12 @@ try {
   const mcp = async () => {
     const r = await fetch(`${url}/mcp`, {
       method: "POST",
-      headers: { authorization: `Bearer ${secret}`, "content-type": "application/json", accept: "application/json, text/event-stream", "mcp-protocol-version": "2025-11-25" },
+      headers: {
+        authorization: `Bearer ${secret}`,
+        "content-type": "application/json",
+        accept: "application/json, text/event-stream",
+        "mcp-protocol-version": "2025-11-25",
+      },
       body: mcpBody,
     });
     const text = await r.text();
@@ -81,7 +94,11 @@ try {
   const [r1, m1] = [await sequential(rest), await sequential(mcp)];
   const [r2, m2] = [await concurrent(rest), await concurrent(mcp)];
   const ms = (x: number) => `${x.toFixed(2)} ms`;
-  console.log(`cpus ${cpus().length}, load ${loadavg().map((l) => l.toFixed(1)).join(" ")}`);
+  console.log(
+    `cpus ${cpus().length}, load ${loadavg()
+      .map((l) => l.toFixed(1))
+      .join(" ")}`,
+  );
   console.log(`sequential paid call  REST p50 ${ms(r1.p50)} p99 ${ms(r1.p99)}   MCP p50 ${ms(m1.p50)} p99 ${ms(m1.p99)}`);
   console.log(`${CONCURRENCY} concurrent          REST ${Math.round(r2)}/s   MCP ${Math.round(m2)}/s   ratio ${(m2 / r2).toFixed(2)}`);
 } finally {

@@ -70,9 +70,7 @@ const fmt = (ms: number) => `${ms.toFixed(3)} ms`;
 const upstream = Bun.spawn([process.execPath, join(root, "test/fixtures/upstream-server.ts")], { stdout: "pipe", stderr: "inherit" });
 const upstreamUrl = await firstLine(upstream.stdout as ReadableStream<Uint8Array>, /(http:\/\/\S+)\n/);
 const data = mkdtempSync(join(tmpdir(), "desk-bench-"));
-const deskCommand = PROFILE_DIR
-  ? [process.execPath, "--cpu-prof", `--cpu-prof-dir=${PROFILE_DIR}`, join(root, "src/main.ts")]
-  : [BINARY];
+const deskCommand = PROFILE_DIR ? [process.execPath, "--cpu-prof", `--cpu-prof-dir=${PROFILE_DIR}`, join(root, "src/main.ts")] : [BINARY];
 const desk = Bun.spawn([...deskCommand, "desk", "--listen", "127.0.0.1:0", "--data", join(data, "d")], {
   env: { PATH: process.env.PATH ?? "/usr/bin:/bin", ASK_ONLY_DESK_ADMIN_TOKEN: TOKEN, NO_COLOR: "1", TZ: "Etc/UTC" },
   stdout: "ignore",
@@ -93,7 +91,8 @@ try {
   await admin("POST", "/admin/upstreams", { name: "fx", url: upstreamUrl });
   await admin("PUT", "/admin/tools/fx__echo", { price_mc: 1, upstream_cost_mc: 0 });
   const org = (await admin("POST", "/admin/orgs", { name: "bench" })).org_id as string;
-  const newKey = async (budget: number) => (await admin("POST", "/admin/keys", { org_id: org, budget_mc: budget, reset: "none", allow: ["fx__echo"] })).secret as string;
+  const newKey = async (budget: number) =>
+    (await admin("POST", "/admin/keys", { org_id: org, budget_mc: budget, reset: "none", allow: ["fx__echo"] })).secret as string;
   const keys: string[] = [];
   for (let i = 0; i < 100; i++) keys.push(await newKey(1_000_000_000));
 
@@ -227,15 +226,23 @@ try {
   console.log(`  direct latency    p50 ${fmt(percentile(dLat, 50))}  p99 ${fmt(percentile(dLat, 99))}`);
   console.log(`  desk latency      p50 ${fmt(percentile(kLat, 50))}  p99 ${fmt(percentile(kLat, 99))}`);
   console.log(`  added by the desk p50 ${fmt(p50)}  p99 ${fmt(p99)}   (target p50 <= 1 ms, p99 <= 3 ms)`);
-  console.log(`  throughput        direct ${directRate.toFixed(0)}/s  desk ${deskRate.toFixed(0)}/s  ratio ${(deskRate / directRate).toFixed(2)}   (target >= 0.60 and >= 3000/s)`);
-  console.log(`  desk CPU          ${(deskCpuPerCall * 1e6).toFixed(0)} µs per clearing (user + system), i.e. ${(1 / deskCpuPerCall).toFixed(0)} clearings/s per free core`);
+  console.log(
+    `  throughput        direct ${directRate.toFixed(0)}/s  desk ${deskRate.toFixed(0)}/s  ratio ${(deskRate / directRate).toFixed(2)}   (target >= 0.60 and >= 3000/s)`,
+  );
+  console.log(
+    `  desk CPU          ${(deskCpuPerCall * 1e6).toFixed(0)} µs per clearing (user + system), i.e. ${(1 / deskCpuPerCall).toFixed(0)} clearings/s per free core`,
+  );
   console.log(`  desk threads      ${deskRun.us.deskThreads.map(([name, us]) => `${name} ${us.toFixed(0)}`).join(", ")} µs per clearing`);
   const share = (u: { generator: number; desk: number; upstream: number }) =>
     `generator ${u.generator.toFixed(0)} + desk ${u.desk.toFixed(0)} + upstream ${u.upstream.toFixed(0)} = ${(u.generator + u.desk + u.upstream).toFixed(0)} µs`;
   console.log(`  CPU per call      direct: ${share(directRun.us)};  via desk: ${share(deskRun.us)}`);
   const total = (u: { generator: number; desk: number; upstream: number }) => u.generator + u.desk + u.upstream;
-  console.log(`  CPU-bound ratio   ${(total(directRun.us) / total(deskRun.us)).toFixed(2)} (what the ratio would be if both runs were limited only by total CPU on the shared cores)`);
-  console.log(`  machine           load average ${readFileSync("/proc/loadavg", "utf8").split(" ").slice(0, 3).join(" ")} on ${navigator.hardwareConcurrency} cores`);
+  console.log(
+    `  CPU-bound ratio   ${(total(directRun.us) / total(deskRun.us)).toFixed(2)} (what the ratio would be if both runs were limited only by total CPU on the shared cores)`,
+  );
+  console.log(
+    `  machine           load average ${readFileSync("/proc/loadavg", "utf8").split(" ").slice(0, 3).join(" ")} on ${navigator.hardwareConcurrency} cores`,
+  );
   console.log(`  refusals          ${refusalRate.toFixed(0)}/s over ${refusals} calls ${JSON.stringify(seen)}   (target >= 10000/s)`);
   console.log(`  refusal CPU       generator ${refusalUs.generator.toFixed(0)} + desk ${refusalUs.desk.toFixed(0)} µs per refusal`);
   console.log(`  desk RSS          ${(kb("VmRSS") / 1024).toFixed(1)} MB now, ${(kb("VmHWM") / 1024).toFixed(1)} MB peak   (target <= 150 MB)`);

@@ -37,7 +37,15 @@ const events: HistoryEvent[] = [{ kind: "record", at: "2026-10-01T00:00:00.000Z"
 const start = Date.parse("2026-10-15T00:00:00.000Z");
 for (let i = 0; i < count; i++) {
   const at = new Date(start + Math.floor((i * 40 * 86_400_000) / count)).toISOString();
-  events.push({ kind: "receipt", key: KEYS[i % KEYS.length]!, at, outcome: i % 9 === 0 ? "refunded_timeout" : "charged", tool: `t${i % 5}`, price: 1500, upstream: 600 });
+  events.push({
+    kind: "receipt",
+    key: KEYS[i % KEYS.length]!,
+    at,
+    outcome: i % 9 === 0 ? "refunded_timeout" : "charged",
+    tool: `t${i % 5}`,
+    price: 1500,
+    upstream: 600,
+  });
   if (i % 2000 === 0) events.push({ kind: "record", at, type: "topup", amount: 1_000_000 });
 }
 const history = orgHistory(signer, ORG, "none", {}, events);
@@ -55,7 +63,17 @@ const body = new TextEncoder().encode(
     object: "event",
     type: "checkout.session.completed",
     livemode: false,
-    data: { object: { id: "cs_test_a1B2c3D4", object: "checkout.session", amount_total: 2000, currency: "eur", livemode: false, metadata: { org_id: ORG }, payment_status: "paid" } },
+    data: {
+      object: {
+        id: "cs_test_a1B2c3D4",
+        object: "checkout.session",
+        amount_total: 2000,
+        currency: "eur",
+        livemode: false,
+        metadata: { org_id: ORG },
+        payment_status: "paid",
+      },
+    },
   }),
 );
 const header = `t=${nowS},v1=${createHmac("sha256", secret).update(`${nowS}.`).update(body).digest("hex")}`;
@@ -64,21 +82,30 @@ const alertBody = '{"data":{"alert_id":"alrt_0123456789abcdef","v":1},"timestamp
 
 const rows: Record<string, number[]> = { verify: [], opens: [], compute: [], stripe: [], hmac: [], headers: [], ed25519: [] };
 const measures: [keyof typeof rows, () => number][] = [
-  ["verify", () => {
-    const t = performance.now();
-    verifyStatement(statement, keys, lines);
-    return perSecond(count, performance.now() - t);
-  }],
-  ["opens", () => {
-    const t = performance.now();
-    for (const line of lines) openEnvelope(line, keys);
-    return perSecond(count, performance.now() - t);
-  }],
-  ["compute", () => {
-    const t = performance.now();
-    computeStatement(input);
-    return perSecond(count, performance.now() - t);
-  }],
+  [
+    "verify",
+    () => {
+      const t = performance.now();
+      verifyStatement(statement, keys, lines);
+      return perSecond(count, performance.now() - t);
+    },
+  ],
+  [
+    "opens",
+    () => {
+      const t = performance.now();
+      for (const line of lines) openEnvelope(line, keys);
+      return perSecond(count, performance.now() - t);
+    },
+  ],
+  [
+    "compute",
+    () => {
+      const t = performance.now();
+      computeStatement(input);
+      return perSecond(count, performance.now() - t);
+    },
+  ],
   ["stripe", () => timed(20000, () => readStripeWebhook(header, body, { secret, rates }, nowS * 1000))],
   ["hmac", () => timed(20000, () => createHmac("sha256", secret).update(`${nowS}.`).update(body).digest())],
   ["headers", () => timed(5000, (i) => signWebhook({ id: "alrt_0123456789abcdef", timestampS: nowS + i, body: alertBody }, webhookSecret, signer))],
@@ -91,10 +118,19 @@ for (let r = 0; r < runs; r++) {
   for (const [name, run] of order) rows[name]!.push(run());
 }
 
-const m = Object.fromEntries(Object.entries(rows).map(([k, v]) => [k, median(v)])) as Record<"verify" | "opens" | "compute" | "stripe" | "hmac" | "headers" | "ed25519", number>;
+const m = Object.fromEntries(Object.entries(rows).map(([k, v]) => [k, median(v)])) as Record<
+  "verify" | "opens" | "compute" | "stripe" | "hmac" | "headers" | "ed25519",
+  number
+>;
 console.log(`statement over ${count} receipts of ${KEYS.length} keys, median of ${runs} runs`);
 console.log(`  verifyStatement (signatures + chains + every figure): ${m.verify.toLocaleString()} receipts/s`);
-console.log(`  baseline, openEnvelope per line (signature + readable copy): ${m.opens.toLocaleString()} receipts/s  -> ratio ${(m.verify / m.opens).toFixed(2)}`);
+console.log(
+  `  baseline, openEnvelope per line (signature + readable copy): ${m.opens.toLocaleString()} receipts/s  -> ratio ${(m.verify / m.opens).toFixed(2)}`,
+);
 console.log(`  computeStatement on the desk's side: ${m.compute.toLocaleString()} receipts/s`);
-console.log(`stripe webhook verified and read: ${m.stripe.toLocaleString()}/s; bare HMAC-SHA256 of the same bytes: ${m.hmac.toLocaleString()}/s -> ratio ${(m.stripe / m.hmac).toFixed(2)}`);
-console.log(`alert headers (v1 + v1a): ${m.headers.toLocaleString()}/s; bare Ed25519 signature: ${m.ed25519.toLocaleString()}/s -> ratio ${(m.headers / m.ed25519).toFixed(2)}`);
+console.log(
+  `stripe webhook verified and read: ${m.stripe.toLocaleString()}/s; bare HMAC-SHA256 of the same bytes: ${m.hmac.toLocaleString()}/s -> ratio ${(m.stripe / m.hmac).toFixed(2)}`,
+);
+console.log(
+  `alert headers (v1 + v1a): ${m.headers.toLocaleString()}/s; bare Ed25519 signature: ${m.ed25519.toLocaleString()}/s -> ratio ${(m.headers / m.ed25519).toFixed(2)}`,
+);

@@ -56,7 +56,10 @@ function perSecond(render: (s: StoredAsk) => string[], s: StoredAsk): number {
 
 const fmt = (x: number): string => Math.round(x).toLocaleString("en-US");
 console.log(`recap rendering, median of ${rounds} rounds of 20,000 (target >= 20,000/s)`);
-for (const [name, s] of [["plain", plain], ["hostile", hostile]] as const) {
+for (const [name, s] of [
+  ["plain", plain],
+  ["hostile", hostile],
+] as const) {
   const ours = perSecond((x) => renderRecap(x, NOW), s);
   const floor = perSecond(naive, s);
   const rows = renderRecap(s, NOW).length;

@@ -68,7 +68,13 @@ const last = new Map<string, Receipt>();
 const envelopes: Envelope[] = [];
 for (let i = 0; i < count; i++) {
   const keyId = `key_${i % 100}`;
-  const fields: ReceiptFields = { ...base, id: `rcpt_${String(i).padStart(8, "0")}`, key_id: keyId, remaining_mc: 1e9 - i, ...chainLinkAfter(last.get(keyId) ?? null) };
+  const fields: ReceiptFields = {
+    ...base,
+    id: `rcpt_${String(i).padStart(8, "0")}`,
+    key_id: keyId,
+    remaining_mc: 1e9 - i,
+    ...chainLinkAfter(last.get(keyId) ?? null),
+  };
   const env = signer.sign(fields);
   last.set(keyId, env.receipt);
   envelopes.push(env);
@@ -84,7 +90,15 @@ const privateKey = createPrivateKey(generated.privatePem);
 const kilobyte = { ...sample.receipt, note: "y".repeat(300), tags: ["a", "b", "c"], nested: { z: 1, a: [1, 2, 3] } };
 
 const dir = mkdtempSync(join(tmpdir(), "ask-only-bench-"));
-const rates = { cli: [] as number[], libAsync: [] as number[], lib: [] as number[], rawVerify: [] as number[], sign: [] as number[], rawSign: [] as number[], canonical: [] as number[] };
+const rates = {
+  cli: [] as number[],
+  libAsync: [] as number[],
+  lib: [] as number[],
+  rawVerify: [] as number[],
+  sign: [] as number[],
+  rawSign: [] as number[],
+  canonical: [] as number[],
+};
 try {
   const file = join(dir, "export.jsonl");
   const keysFile = join(dir, "jwks.json");

@@ -112,10 +112,12 @@ const base = (kind: string, over: Partial<HttpCase>): HttpCase => ({
   ...over,
 });
 
-const askCase = (kind: string, body: fc.Arbitrary<{ path: string; bytes: Uint8Array }>) =>
-  body.map(({ path, bytes }) => base(kind, { path, body: bytes }));
+const askCase = (kind: string, body: fc.Arbitrary<{ path: string; bytes: Uint8Array }>) => body.map(({ path, bytes }) => base(kind, { path, body: bytes }));
 
-const validAsk = askCase("valid-ask", anyAsk.map(({ path, body }) => ({ path, bytes: jsonBytes(body) })));
+const validAsk = askCase(
+  "valid-ask",
+  anyAsk.map(({ path, body }) => ({ path, bytes: jsonBytes(body) })),
+);
 
 const wrongType = askCase(
   "wrong-type",
@@ -124,18 +126,24 @@ const wrongType = askCase(
 
 const unicodeField = askCase(
   "unicode-field",
-  fc.tuple(anyAsk, fc.constantFrom(...PAY_KEYS), hostileText(60)).map(([{ path, body }, key, value]) => ({ path, bytes: jsonBytes({ ...body, [key]: value }) })),
+  fc
+    .tuple(anyAsk, fc.constantFrom(...PAY_KEYS), hostileText(60))
+    .map(([{ path, body }, key, value]) => ({ path, bytes: jsonBytes({ ...body, [key]: value }) })),
 );
 
 const extraField = askCase(
   "extra-field",
-  fc.tuple(anyAsk, fc.oneof(fc.constantFrom("recap", "state", "ref", "decision", "approved", "__proto__", "constructor", "card_number"), hostileText(12)), anyJsonValue).map(
-    ([{ path, body }, key, value]) => {
+  fc
+    .tuple(
+      anyAsk,
+      fc.oneof(fc.constantFrom("recap", "state", "ref", "decision", "approved", "__proto__", "constructor", "card_number"), hostileText(12)),
+      anyJsonValue,
+    )
+    .map(([{ path, body }, key, value]) => {
       // JSON text, so a "__proto__" key really is on the wire.
       const text = JSON.stringify(body).replace(/^\{/, `{${JSON.stringify(key)}:${JSON.stringify(value) ?? "null"},`);
       return { path, bytes: enc.encode(text) };
-    },
-  ),
+    }),
 );
 
 const missingField = askCase(
@@ -156,8 +164,15 @@ const cardInField = fc
 
 const badJson = askCase(
   "bad-json",
-  fc.tuple(anyAsk, fc.oneof(fc.constant("truncate"), fc.constant("garble"), fc.constant("bytes"), fc.constant("top-level"), fc.constant("bom")), fc.nat(), fc.uint8Array({ maxLength: 64 }), anyJsonValue).map(
-    ([{ path, body }, how, n, bytes, value]) => {
+  fc
+    .tuple(
+      anyAsk,
+      fc.oneof(fc.constant("truncate"), fc.constant("garble"), fc.constant("bytes"), fc.constant("top-level"), fc.constant("bom")),
+      fc.nat(),
+      fc.uint8Array({ maxLength: 64 }),
+      anyJsonValue,
+    )
+    .map(([{ path, body }, how, n, bytes, value]) => {
       const text = JSON.stringify(body);
       if (how === "truncate") return { path, bytes: enc.encode(text.slice(0, n % Math.max(1, text.length))) };
       if (how === "garble") {
@@ -167,13 +182,12 @@ const badJson = askCase(
       if (how === "bytes") return { path, bytes: Uint8Array.of(...bytes, 0xc0, 0x80, 0xff) };
       if (how === "bom") return { path, bytes: Uint8Array.of(0xef, 0xbb, 0xbf, ...enc.encode(text)) };
       return { path, bytes: jsonBytes(Array.isArray(value) || value === null || typeof value !== "object" ? value : [value]) };
-    },
-  ),
+    }),
 );
 
 const deepNesting = askCase(
   "deep-nesting",
-  fc.tuple(anyAsk, fc.integer({ min: 10, max: 8000 }), fc.constantFrom("[", "{\"a\":"), fc.boolean()).map(([{ path, body }, depth, open, inField]) => {
+  fc.tuple(anyAsk, fc.integer({ min: 10, max: 8000 }), fc.constantFrom("[", '{"a":'), fc.boolean()).map(([{ path, body }, depth, open, inField]) => {
     const close = open === "[" ? "]" : "}";
     const nest = `${open.repeat(depth)}1${close.repeat(depth)}`;
     const text = inField ? JSON.stringify(body).replace(/^\{/, `{"reason":${nest},`) : nest;
@@ -183,14 +197,21 @@ const deepNesting = askCase(
 
 const hugeString = askCase(
   "huge-string",
-  fc.tuple(anyAsk, fc.constantFrom(...PAY_KEYS), fc.integer({ min: 500, max: 5400 }), fc.constantFrom("a", "é", "界", "😀", "\u202e", "\u0301", "9")).map(([{ path, body }, key, n, ch]) => ({
-    path,
-    bytes: jsonBytes({ ...body, [key]: ch.repeat(n) }),
-  })),
+  fc
+    .tuple(anyAsk, fc.constantFrom(...PAY_KEYS), fc.integer({ min: 500, max: 5400 }), fc.constantFrom("a", "é", "界", "😀", "\u202e", "\u0301", "9"))
+    .map(([{ path, body }, key, n, ch]) => ({
+      path,
+      bytes: jsonBytes({ ...body, [key]: ch.repeat(n) }),
+    })),
 );
 
 const oversize = fc
-  .tuple(anyAsk, fc.integer({ min: MAX_BODY + 1, max: 200_000 }), fc.constantFrom("length", "chunked", "lie-small", "lie-big"), fc.integer({ min: 1, max: MAX_BODY }))
+  .tuple(
+    anyAsk,
+    fc.integer({ min: MAX_BODY + 1, max: 200_000 }),
+    fc.constantFrom("length", "chunked", "lie-small", "lie-big"),
+    fc.integer({ min: 1, max: MAX_BODY }),
+  )
   .map(([{ path, body }, size, how, declared]) => {
     const padded = enc.encode(JSON.stringify({ ...body, reason: "x".repeat(size) }));
     const framing: Framing =
@@ -208,29 +229,79 @@ const dribble = fc
   .tuple(fc.oneof(validAsk, badJson, unicodeField), fc.integer({ min: 2, max: 24 }), fc.integer({ min: 1, max: 12 }), fc.boolean())
   .map(([c, pieces, gapMs, chunked]) => ({ ...c, kind: "dribble", pieces, gapMs, framing: chunked ? ({ how: "chunked", chunk: 7 } as const) : c.framing }));
 
-const stall = fc
-  .tuple(anyAsk, fc.integer({ min: 1, max: 50 }), fc.integer({ min: 1, max: 40 }))
-  .map(([{ path, body }, missing, abortMs]) => {
-    const bytes = jsonBytes(body);
-    return base("stalled-body", { path, body: bytes, framing: { how: "stall", declared: bytes.length + missing, abortMs } });
-  });
+const stall = fc.tuple(anyAsk, fc.integer({ min: 1, max: 50 }), fc.integer({ min: 1, max: 40 })).map(([{ path, body }, missing, abortMs]) => {
+  const bytes = jsonBytes(body);
+  return base("stalled-body", { path, body: bytes, framing: { how: "stall", declared: bytes.length + missing, abortMs } });
+});
 
 const METHODS = ["GET", "PUT", "DELETE", "PATCH", "OPTIONS", "HEAD", "TRACE", "PROPFIND", "APPROVE", "POST"];
 const PATHS = [
-  "/", "/v1", "/v1/asks", "/v1/asks/", "/v1/asks/pay/", "/v1/asks/pay/approve", "/v1/asks/K7Q2M4XZ3A/approve", "/v1/asks/K7Q2M4XZ3A/deny",
-  "/v1/approve", "/v1/decide", "/v2/asks/pay", "/V1/ASKS/PAY", "/v1/asks/pay%2F", "/v1//asks/pay", "/v1/asks/..%2Fpay", "/v1/asks/pay?x=1",
-  "/v1/asks/%00", "/v1/asks/K7Q2M4XZ3A?approve=1", "/v1/asks/k7q2m4xz3a", "/v1/asks/K7Q2M4XZ3A#x", "/console", "/admin", "/.env", "/v1/asks/account/x",
+  "/",
+  "/v1",
+  "/v1/asks",
+  "/v1/asks/",
+  "/v1/asks/pay/",
+  "/v1/asks/pay/approve",
+  "/v1/asks/K7Q2M4XZ3A/approve",
+  "/v1/asks/K7Q2M4XZ3A/deny",
+  "/v1/approve",
+  "/v1/decide",
+  "/v2/asks/pay",
+  "/V1/ASKS/PAY",
+  "/v1/asks/pay%2F",
+  "/v1//asks/pay",
+  "/v1/asks/..%2Fpay",
+  "/v1/asks/pay?x=1",
+  "/v1/asks/%00",
+  "/v1/asks/K7Q2M4XZ3A?approve=1",
+  "/v1/asks/k7q2m4xz3a",
+  "/v1/asks/K7Q2M4XZ3A#x",
+  "/console",
+  "/admin",
+  "/.env",
+  "/v1/asks/account/x",
   // The desk's route is not on the agents' listener; a decision record is read, never written.
-  "/v1/asks/spend", "/v1/asks/K7Q2M4XZ3A/decision", "/v1/asks/k7q2m4xz3a/decision", "/v1/asks/K7Q2M4XZ3A/decision/x",
+  "/v1/asks/spend",
+  "/v1/asks/K7Q2M4XZ3A/decision",
+  "/v1/asks/k7q2m4xz3a/decision",
+  "/v1/asks/K7Q2M4XZ3A/decision/x",
 ];
 const wrongRoute = fc
-  .tuple(fc.constantFrom(...METHODS), fc.oneof(fc.constantFrom(...PATHS), hostileText(20).map((t) => `/v1/asks/${pathSegment(t)}`), hostileText(12).map((t) => `/${t.replace(/[\s?#]/g, "")}`)), fc.option(anyAsk))
-  .map(([method, path, ask]) => base("wrong-route", { method, path, body: ask && method !== "GET" && method !== "HEAD" ? jsonBytes(ask.body) : undefined, contentType: ask ? "application/json" : undefined }));
+  .tuple(
+    fc.constantFrom(...METHODS),
+    fc.oneof(
+      fc.constantFrom(...PATHS),
+      hostileText(20).map((t) => `/v1/asks/${pathSegment(t)}`),
+      hostileText(12).map((t) => `/${t.replace(/[\s?#]/g, "")}`),
+    ),
+    fc.option(anyAsk),
+  )
+  .map(([method, path, ask]) =>
+    base("wrong-route", {
+      method,
+      path,
+      body: ask && method !== "GET" && method !== "HEAD" ? jsonBytes(ask.body) : undefined,
+      contentType: ask ? "application/json" : undefined,
+    }),
+  );
 
 const CONTENT_TYPES = [
-  undefined, "", "text/plain", "application/x-www-form-urlencoded", "multipart/form-data; boundary=x", "application/jsonx", "application/json; charset=latin1",
-  "application/json; charset=utf-16", "text/json", "application/ld+json", "application/json;charset=utf-8", "APPLICATION/JSON", 'application/json; charset="utf-8"',
-  "application/json, text/plain", "application/json; x=y", "*/*",
+  undefined,
+  "",
+  "text/plain",
+  "application/x-www-form-urlencoded",
+  "multipart/form-data; boundary=x",
+  "application/jsonx",
+  "application/json; charset=latin1",
+  "application/json; charset=utf-16",
+  "text/json",
+  "application/ld+json",
+  "application/json;charset=utf-8",
+  "APPLICATION/JSON",
+  'application/json; charset="utf-8"',
+  "application/json, text/plain",
+  "application/json; x=y",
+  "*/*",
 ];
 const wrongContentType = fc
   .tuple(anyAsk, fc.constantFrom(...CONTENT_TYPES))
@@ -250,28 +321,34 @@ const statusRead = fc
 const replay = fc.tuple(anyAsk, fc.nat()).map(([{ path, body }, n]) => base("replay", { path, body: jsonBytes(body), useAccepted: n }));
 
 const oddHost = fc
-  .tuple(validAsk, fc.constantFrom("", "a b", "[::1", "%zz", "é", "a/b?c", "x:99999", "localhost:0", "evil.example"), fc.constantFrom("1.1", "1.0") as fc.Arbitrary<"1.1" | "1.0">)
+  .tuple(
+    validAsk,
+    fc.constantFrom("", "a b", "[::1", "%zz", "é", "a/b?c", "x:99999", "localhost:0", "evil.example"),
+    fc.constantFrom("1.1", "1.0") as fc.Arbitrary<"1.1" | "1.0">,
+  )
   .map(([c, host, version]) => ({ ...c, kind: "odd-host", host, version }));
 
 const rawGarbage = fc
   .oneof(
     fc.uint8Array({ minLength: 1, maxLength: 300 }),
-    fc.constantFrom(
-      "hello\r\n\r\n",
-      "GET /v1/asks/K7Q2M4XZ3A HTTP/9.9\r\nHost: x\r\n\r\n",
-      "GET /v1/asks/K7Q2M4XZ3A\r\n\r\n",
-      "POST /v1/asks/pay HTTP/1.1\r\nHost: x\r\nContent-Length: 5\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n",
-      "POST /v1/asks/pay HTTP/1.1\r\nHost: x\r\nContent-Length: abc\r\n\r\n{}",
-      "POST /v1/asks/pay HTTP/1.1\r\nHost: x\r\nContent-Length: 99999999999999999999999\r\n\r\n{}",
-      "POST /v1/asks/pay HTTP/1.1\r\nHost: x\r\nContent-Length: 2\r\nContent-Length: 3\r\n\r\n{}",
-      "GET /v1/asks/K7Q2M4XZ3A HTTP/1.1\r\nHost: x\r\nX: a\x00b\r\n\r\n",
-      "GET /v1/asks/K7Q2M4XZ3A HTTP/1.1\r\nHost: x\r\n X: folded\r\n\r\n",
-      "OPTIONS * HTTP/1.1\r\nHost: x\r\n\r\n",
-      "CONNECT localhost:443 HTTP/1.1\r\nHost: x\r\n\r\n",
-      `GET /${"a".repeat(70_000)} HTTP/1.1\r\nHost: x\r\n\r\n`,
-      `GET / HTTP/1.1\r\nHost: x\r\nX-Long: ${"b".repeat(70_000)}\r\n\r\n`,
-      "POST /v1/asks/pay HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\nContent-Type: application/json\r\n\r\nzz\r\n{}\r\n0\r\n\r\n",
-    ).map((s) => enc.encode(s)),
+    fc
+      .constantFrom(
+        "hello\r\n\r\n",
+        "GET /v1/asks/K7Q2M4XZ3A HTTP/9.9\r\nHost: x\r\n\r\n",
+        "GET /v1/asks/K7Q2M4XZ3A\r\n\r\n",
+        "POST /v1/asks/pay HTTP/1.1\r\nHost: x\r\nContent-Length: 5\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n",
+        "POST /v1/asks/pay HTTP/1.1\r\nHost: x\r\nContent-Length: abc\r\n\r\n{}",
+        "POST /v1/asks/pay HTTP/1.1\r\nHost: x\r\nContent-Length: 99999999999999999999999\r\n\r\n{}",
+        "POST /v1/asks/pay HTTP/1.1\r\nHost: x\r\nContent-Length: 2\r\nContent-Length: 3\r\n\r\n{}",
+        "GET /v1/asks/K7Q2M4XZ3A HTTP/1.1\r\nHost: x\r\nX: a\x00b\r\n\r\n",
+        "GET /v1/asks/K7Q2M4XZ3A HTTP/1.1\r\nHost: x\r\n X: folded\r\n\r\n",
+        "OPTIONS * HTTP/1.1\r\nHost: x\r\n\r\n",
+        "CONNECT localhost:443 HTTP/1.1\r\nHost: x\r\n\r\n",
+        `GET /${"a".repeat(70_000)} HTTP/1.1\r\nHost: x\r\n\r\n`,
+        `GET / HTTP/1.1\r\nHost: x\r\nX-Long: ${"b".repeat(70_000)}\r\n\r\n`,
+        "POST /v1/asks/pay HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\nContent-Type: application/json\r\n\r\nzz\r\n{}\r\n0\r\n\r\n",
+      )
+      .map((s) => enc.encode(s)),
   )
   .map((raw) => ({ kind: "raw-garbage", raw }) as RawCase);
 
@@ -457,7 +534,7 @@ export function send(port: number, tls: Tls, pieces: Uint8Array[], gapMs: number
       const a = parseAnswer(buf);
       finish(a ?? { none: `error ${e.code ?? e.name}` });
     });
-    socket.on("close", () => finish((parseAnswer(buf, head)) ?? { none: buf.length ? `closed mid-answer (${buf.length} bytes)` : "closed without an answer" }));
+    socket.on("close", () => finish(parseAnswer(buf, head) ?? { none: buf.length ? `closed mid-answer (${buf.length} bytes)` : "closed without an answer" }));
     const deadline = setTimeout(() => finish({ none: "no answer within 10 s" }), 10_000);
   });
 }
@@ -478,7 +555,8 @@ function judge(c: Case, expected: Expected, a: Answer, sentId: string | undefine
   // that is not well-formed HTTP. Among them the one 5xx of the runtime: 505 for a request line
   // that does not end in HTTP/1.0 or HTTP/1.1 (a NUL or space inside the target, HTTP/9.9).
   if (a.body === "" && PARSER_REFUSALS.has(a.status) && a.headers.get("connection") === "close" && !a.headers.has("content-type")) {
-    const allowed = c.kind === "raw-garbage" || ("method" in c && (c.version === "1.0" || c.host === "" || /[^\x21-\x7e]/.test(c.host) || /[^\x21-\x7e]/.test(c.path)));
+    const allowed =
+      c.kind === "raw-garbage" || ("method" in c && (c.version === "1.0" || c.host === "" || /[^\x21-\x7e]/.test(c.host) || /[^\x21-\x7e]/.test(c.path)));
     return { label: `parser ${a.status}`, problem: allowed ? undefined : `the HTTP parser refused a well-formed request with ${a.status}` };
   }
   if (a.status >= 500) return { label: `${a.status}`, problem: `a ${a.status} answer: ${a.body.slice(0, 80)}` };
@@ -512,7 +590,8 @@ function judge(c: Case, expected: Expected, a: Answer, sentId: string | undefine
     return { label };
   }
   const code = (value as { error?: unknown }).error;
-  if (!isErrorCode(code) || a.body !== JSON.stringify({ error: code })) return { label: `${a.status} not a code`, problem: `not exactly {"error":CODE}: ${a.body.slice(0, 120)}` };
+  if (!isErrorCode(code) || a.body !== JSON.stringify({ error: code }))
+    return { label: `${a.status} not a code`, problem: `not exactly {"error":CODE}: ${a.body.slice(0, 120)}` };
   label = `${a.status} ${code}`;
   if (ERRORS[code].http !== a.status) return { label, problem: `${code} with status ${a.status}` };
   if (expected.answer === "code" && expected.code !== code) return { label, problem: `${code} where ${expected.code} was owed` };
@@ -625,7 +704,8 @@ export async function run(options: ApproverFuzzOptions): Promise<ApproverFuzzSum
   const code = await ap.stop();
   if (alive && code !== 0) failures.push(`the approver stopped with exit ${code}`);
   await untilEnded(ap.out);
-  for (const line of ap.err.text.split("\n")) if (line !== "" && !APPROVER_LOG.some((g) => g.test(line))) failures.push(`approver log line of its own: ${JSON.stringify(line.slice(0, 160))}`);
+  for (const line of ap.err.text.split("\n"))
+    if (line !== "" && !APPROVER_LOG.some((g) => g.test(line))) failures.push(`approver log line of its own: ${JSON.stringify(line.slice(0, 160))}`);
 
   // The ledger itself, opened once the approver has stopped: exactly the accepted asks.
   {
@@ -643,7 +723,8 @@ export async function run(options: ApproverFuzzOptions): Promise<ApproverFuzzSum
   for (const card of cards) if (shown.includes(card)) failures.push(`card number ${card.slice(0, 4)}... reached the approver's console or log`);
   // Each accepted ask's recap reached the console; no refused one did.
   for (const id of state.acceptedSet) if (!ap.out.text.includes(`[ask ${id}]`)) failures.push(`no recap of ${id} on the console`);
-  for (const id of refusedWellFormed) if (!state.acceptedSet.has(id) && ap.out.text.includes(`[ask ${id}]`)) failures.push(`a recap of refused ${id} on the console`);
+  for (const id of refusedWellFormed)
+    if (!state.acceptedSet.has(id) && ap.out.text.includes(`[ask ${id}]`)) failures.push(`a recap of refused ${id} on the console`);
 
   return { runs, seed, byKind, byAnswer, accepted: state.acceptedSet.size, elapsedMs, failures };
 }
@@ -651,6 +732,13 @@ export async function run(options: ApproverFuzzOptions): Promise<ApproverFuzzSum
 if (import.meta.main) {
   const options = cliOptions("scripts/fuzz/approver.ts", 10_000);
   const s = await run(options);
-  console.log(formatSummary("fuzz:approver", s, { "requests by kind": s.byKind, "answers by status and code": s.byAnswer }, `asks accepted (201) and found in the ledger: ${s.accepted}`));
+  console.log(
+    formatSummary(
+      "fuzz:approver",
+      s,
+      { "requests by kind": s.byKind, "answers by status and code": s.byAnswer },
+      `asks accepted (201) and found in the ledger: ${s.accepted}`,
+    ),
+  );
   process.exit(s.failures.length === 0 ? 0 : 1);
 }

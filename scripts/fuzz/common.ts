@@ -11,7 +11,12 @@ export const bump = (m: Record<string, number>, k: string) => {
   m[k] = (m[k] ?? 0) + 1;
 };
 
-export function formatSummary(name: string, s: { runs: number; seed: number; elapsedMs: number; failures: string[] }, tables: Record<string, Record<string, number>>, extra = ""): string {
+export function formatSummary(
+  name: string,
+  s: { runs: number; seed: number; elapsedMs: number; failures: string[] },
+  tables: Record<string, Record<string, number>>,
+  extra = "",
+): string {
   const lines = [`${name}: seed ${s.seed}, ${s.runs} runs`];
   for (const [title, table] of Object.entries(tables)) {
     lines.push(`  ${title}:`);
@@ -41,7 +46,6 @@ export function cliOptions(script: string, defaultRuns: number): { runs: number;
   console.log(`${script}: seed ${seed}, ${runs} runs (replay: bun ${script} --seed ${seed} --runs ${runs})`);
   return { runs, seed, concurrency };
 }
-
 
 /** The only lines the approver's log may hold in these runs: its own, never a request's text. */
 export const APPROVER_LOG = [

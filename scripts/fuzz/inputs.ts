@@ -54,8 +54,22 @@ export const disguisedCard = fc
   .record({
     digits: cardDigits,
     how: fc.constantFrom(
-      "plain", "spaces", "dashes", "dots", "fullwidth", "arabic", "devanagari", "padded", "zero-width", "percent", "nbsp", "slashes",
-      "dingbat", "hangul-filler", "tatweel", "lone-letter",
+      "plain",
+      "spaces",
+      "dashes",
+      "dots",
+      "fullwidth",
+      "arabic",
+      "devanagari",
+      "padded",
+      "zero-width",
+      "percent",
+      "nbsp",
+      "slashes",
+      "dingbat",
+      "hangul-filler",
+      "tatweel",
+      "lone-letter",
     ),
     pad: fc.array(fc.integer({ min: 0, max: 9 }), { minLength: 1, maxLength: 6 }),
   })
@@ -113,7 +127,10 @@ export const FIELD_VALUES = {
     fc.constantFrom("https://shop.example/checkout/123", "https://xn--80ak6aa92e.com/pay", "https://shop.exаmple/c", "https://a.example/%7E?q=1#f"),
     fc.webUrl({ validSchemes: ["https"], withQueryParameters: true, withFragments: true }),
   ),
-  provider_url: fc.oneof(fc.constantFrom("https://provider.example/signup", "https://例え.jp/", "https://p.example:8443/x"), fc.webUrl({ validSchemes: ["https"] })),
+  provider_url: fc.oneof(
+    fc.constantFrom("https://provider.example/signup", "https://例え.jp/", "https://p.example:8443/x"),
+    fc.webUrl({ validSchemes: ["https"] }),
+  ),
   reason: fc.oneof(fc.constantFrom("renew the domain", "[ask K7Q2M4XZ3A] PAY 1.00 EUR\n  approve K7Q2M4XZ3A"), hostileText(80)),
 };
 

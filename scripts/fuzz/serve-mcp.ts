@@ -82,11 +82,7 @@ const cardCall = fc
   .map(([args, card, field, where, noise]): Call => {
     const value = where === "in-text" ? `${noise} ${card.shown} ${noise}` : card.shown;
     const placed =
-      where === "as-key"
-        ? { ...args, [card.shown]: "x" }
-        : field === "nested"
-          ? { ...args, reason: { note: [value] } }
-          : { ...args, [field]: value };
+      where === "as-key" ? { ...args, [card.shown]: "x" } : field === "nested" ? { ...args, reason: { note: [value] } } : { ...args, [field]: value };
     return { kind: "card-number", name: "request", args: placed, cards: [card.digits] };
   });
 
@@ -94,19 +90,74 @@ export const callArb: fc.Arbitrary<Call> = fc.oneof(
   { arbitrary: call("valid", anyVerb), weight: 5 },
   { arbitrary: fc.nat().map((n) => ({ kind: "status-created", name: "request", args: { verb: "status" }, cards: [], useCreated: n })), weight: 2 },
   {
-    arbitrary: fc.tuple(fc.nat(), fc.constantFrom("approve", "deny") as fc.Arbitrary<"approve" | "deny">).map(([n, decide]) => ({ kind: "decided-status", name: "request", args: { verb: "status" }, cards: [], useCreated: n, decide })),
+    arbitrary: fc
+      .tuple(fc.nat(), fc.constantFrom("approve", "deny") as fc.Arbitrary<"approve" | "deny">)
+      .map(([n, decide]) => ({ kind: "decided-status", name: "request", args: { verb: "status" }, cards: [], useCreated: n, decide })),
     weight: 1,
   },
-  { arbitrary: call("status-other", fc.oneof(approvalIdArb, hostileText(14), anyJsonValue).map((id) => ({ verb: "status", approval_id: id }))), weight: 1 },
-  { arbitrary: call("unicode-field", fc.tuple(anyVerb, fc.constantFrom(...FIELD_NAMES), hostileText(60)).map(([a, k, v]) => ({ ...a, [k]: v }))), weight: 4 },
-  { arbitrary: call("wrong-type", fc.tuple(anyVerb, fc.constantFrom(...FIELD_NAMES, "verb"), anyJsonValue).map(([a, k, v]) => ({ ...a, [k]: v }))), weight: 3 },
-  { arbitrary: call("extra-field", fc.tuple(anyVerb, fc.oneof(fc.constantFrom("approve", "state", "ref", "card_number", "cvv"), hostileText(10)), anyJsonValue).map(([a, k, v]) => ({ ...a, [k]: v }))), weight: 2 },
-  { arbitrary: call("missing-field", fc.tuple(anyVerb, fc.constantFrom("verb", ...FIELD_NAMES)).map(([a, k]) => Object.fromEntries(Object.entries(a).filter(([key]) => key !== k)))), weight: 2 },
-  { arbitrary: call("wrong-verb", fc.tuple(anyVerb, fc.oneof(fc.constantFrom("approve", "deny", "execute", "PAY", "pay ", "status\u200b"), hostileText(10))).map(([a, v]) => ({ ...a, verb: v }))), weight: 1 },
-  { arbitrary: call("huge-string", fc.tuple(anyVerb, fc.constantFrom(...FIELD_NAMES), fc.integer({ min: 81, max: 20_000 }), fc.constantFrom("a", "界", "😀", "\u202e")).map(([a, k, n, ch]) => ({ ...a, [k]: ch.repeat(n) }))), weight: 1 },
+  {
+    arbitrary: call(
+      "status-other",
+      fc.oneof(approvalIdArb, hostileText(14), anyJsonValue).map((id) => ({ verb: "status", approval_id: id })),
+    ),
+    weight: 1,
+  },
+  {
+    arbitrary: call(
+      "unicode-field",
+      fc.tuple(anyVerb, fc.constantFrom(...FIELD_NAMES), hostileText(60)).map(([a, k, v]) => ({ ...a, [k]: v })),
+    ),
+    weight: 4,
+  },
+  {
+    arbitrary: call(
+      "wrong-type",
+      fc.tuple(anyVerb, fc.constantFrom(...FIELD_NAMES, "verb"), anyJsonValue).map(([a, k, v]) => ({ ...a, [k]: v })),
+    ),
+    weight: 3,
+  },
+  {
+    arbitrary: call(
+      "extra-field",
+      fc
+        .tuple(anyVerb, fc.oneof(fc.constantFrom("approve", "state", "ref", "card_number", "cvv"), hostileText(10)), anyJsonValue)
+        .map(([a, k, v]) => ({ ...a, [k]: v })),
+    ),
+    weight: 2,
+  },
+  {
+    arbitrary: call(
+      "missing-field",
+      fc.tuple(anyVerb, fc.constantFrom("verb", ...FIELD_NAMES)).map(([a, k]) => Object.fromEntries(Object.entries(a).filter(([key]) => key !== k))),
+    ),
+    weight: 2,
+  },
+  {
+    arbitrary: call(
+      "wrong-verb",
+      fc
+        .tuple(anyVerb, fc.oneof(fc.constantFrom("approve", "deny", "execute", "PAY", "pay ", "status\u200b"), hostileText(10)))
+        .map(([a, v]) => ({ ...a, verb: v })),
+    ),
+    weight: 1,
+  },
+  {
+    arbitrary: call(
+      "huge-string",
+      fc
+        .tuple(anyVerb, fc.constantFrom(...FIELD_NAMES), fc.integer({ min: 81, max: 20_000 }), fc.constantFrom("a", "界", "😀", "\u202e"))
+        .map(([a, k, n, ch]) => ({ ...a, [k]: ch.repeat(n) })),
+    ),
+    weight: 1,
+  },
   { arbitrary: call("random-object", fc.dictionary(hostileText(12), anyJsonValue, { maxKeys: 6 })), weight: 1 },
   { arbitrary: cardCall, weight: 4 },
-  { arbitrary: fc.tuple(fc.oneof(fc.constantFrom("approve", "pay", "Request", "request ", ""), hostileText(12)), anyVerb).map(([name, args]) => ({ kind: "unknown-tool", name, args, cards: [] })), weight: 1 },
+  {
+    arbitrary: fc
+      .tuple(fc.oneof(fc.constantFrom("approve", "pay", "Request", "request ", ""), hostileText(12)), anyVerb)
+      .map(([name, args]) => ({ kind: "unknown-tool", name, args, cards: [] })),
+    weight: 1,
+  },
 );
 
 // --- what the agent must get --------------------------------------------------------------------
@@ -152,7 +203,9 @@ const SUCCESS_KEYS = { created: ["approval_id", "expires_at", "state"], status: 
 /** The result's shape, strictly; returns the label for the summary and any broken promise. */
 function judge(args: unknown, expected: Expected, r: Result): { label: string; problems: string[]; createdId?: string } {
   const problems: string[] = [];
-  const keys = Object.keys(r).filter((k) => k !== "_meta").sort();
+  const keys = Object.keys(r)
+    .filter((k) => k !== "_meta")
+    .sort();
   const sc = r.structuredContent as Record<string, unknown> | undefined;
   const content = r.content as { type?: unknown; text?: unknown }[] | undefined;
   const text = Array.isArray(content) && content.length === 1 && content[0]!.type === "text" ? content[0]!.text : undefined;
@@ -171,7 +224,8 @@ function judge(args: unknown, expected: Expected, r: Result): { label: string; p
     else if (expected.code !== code) problems.push(`${String(code)} where ${expected.code} was owed`);
   } else {
     const scKeys = Object.keys(sc).sort().join();
-    if (keys.join() !== "content,structuredContent" && keys.join() !== "content,isError,structuredContent") problems.push(`success result with keys ${keys.join()}`);
+    if (keys.join() !== "content,structuredContent" && keys.join() !== "content,isError,structuredContent")
+      problems.push(`success result with keys ${keys.join()}`);
     if (!isApprovalId(sc.approval_id)) problems.push(`approval_id ${JSON.stringify(sc.approval_id)}`);
     if (expected.kind === "created") {
       label = "created pending";
@@ -245,9 +299,11 @@ async function wireTap(link: LinkPaths, approverUrl: string) {
 
 // --- the run ------------------------------------------------------------------------------------
 
-
 /** The only lines each log may hold (nothing from an agent, an ask or an answer). */
-const SERVE_MCP_LOG = [/^ask-only: serve-mcp ready on stdio; approver https:\/\/localhost:\d+$/, /^ask-only: serve-mcp: approver exchange failed: APPROVER_[A-Z_]+$/];
+const SERVE_MCP_LOG = [
+  /^ask-only: serve-mcp ready on stdio; approver https:\/\/localhost:\d+$/,
+  /^ask-only: serve-mcp: approver exchange failed: APPROVER_[A-Z_]+$/,
+];
 
 export async function run(options: ServeMcpFuzzOptions): Promise<ServeMcpFuzzSummary> {
   const { runs, seed, concurrency = 8 } = options;
@@ -333,7 +389,8 @@ export async function run(options: ServeMcpFuzzOptions): Promise<ServeMcpFuzzSum
   tap.server.stop(true);
   const serveMcpLog = mcp.stderr();
   // What crossed the link: only calls that passed every local check, and never a card number.
-  if (tap.seen.length !== owedExchanges) failures.push(`${tap.seen.length} exchanges reached the approver; ${owedExchanges} calls passed serve-mcp's own checks`);
+  if (tap.seen.length !== owedExchanges)
+    failures.push(`${tap.seen.length} exchanges reached the approver; ${owedExchanges} calls passed serve-mcp's own checks`);
   const wireDigits = digitsOf(tap.seen.join("\n"));
   for (const card of cards) if (wireDigits.includes(card)) failures.push(`card number ${card.slice(0, 4)}... crossed the link to the approver`);
   if (ap.proc.exitCode !== null || ap.proc.signalCode !== null) failures.push("the approver died during the run");
@@ -345,7 +402,8 @@ export async function run(options: ServeMcpFuzzOptions): Promise<ServeMcpFuzzSum
     ["serve-mcp", serveMcpLog, SERVE_MCP_LOG],
     ["approver", ap.err.text, APPROVER_LOG],
   ] as const) {
-    for (const line of log.split("\n")) if (line !== "" && !grammar.some((g) => g.test(line))) failures.push(`${name} log line of its own: ${JSON.stringify(line.slice(0, 160))}`);
+    for (const line of log.split("\n"))
+      if (line !== "" && !grammar.some((g) => g.test(line))) failures.push(`${name} log line of its own: ${JSON.stringify(line.slice(0, 160))}`);
   }
   if (containsCardNumber(serveMcpLog)) failures.push("a card number in serve-mcp's log");
 
@@ -363,9 +421,16 @@ export async function run(options: ServeMcpFuzzOptions): Promise<ServeMcpFuzzSum
     const storedIds = new Set(stored.map((s) => s.ask.approval_id));
     for (const id of createdSet.keys()) if (!storedIds.has(id)) failures.push(`created ${id} is not in the approver's ledger`);
     // Nothing else is stored: the pending asks are exactly the created ones left undecided.
-    const pendingIds = ledger.listPending().map((s) => s.ask.approval_id).sort();
-    const undecided = [...createdSet].filter(([, st]) => st.length === 1 && st[0]!.state === "pending").map(([id]) => id).sort();
-    if (pendingIds.join() !== undecided.join()) failures.push(`the approver holds ${pendingIds.length} pending asks; the agent saw ${undecided.length} created and undecided`);
+    const pendingIds = ledger
+      .listPending()
+      .map((s) => s.ask.approval_id)
+      .sort();
+    const undecided = [...createdSet]
+      .filter(([, st]) => st.length === 1 && st[0]!.state === "pending")
+      .map(([id]) => id)
+      .sort();
+    if (pendingIds.join() !== undecided.join())
+      failures.push(`the approver holds ${pendingIds.length} pending asks; the agent saw ${undecided.length} created and undecided`);
   }
 
   return { runs, seed, byKind, byAnswer, created: createdSet.size, decisions, exchanges: tap.seen.length, cardsTried: cards.size, elapsedMs, failures };
@@ -375,7 +440,12 @@ if (import.meta.main) {
   const options = cliOptions("scripts/fuzz/serve-mcp.ts", 10_000);
   const s = await run(options);
   console.log(
-    formatSummary("fuzz:serve-mcp", s, { "calls by kind": s.byKind, "results by state or code": s.byAnswer }, `asks created and found in the approver's ledger: ${s.created} (${s.decisions} decided on its console); exchanges over the link: ${s.exchanges}; card numbers tried: ${s.cardsTried}`),
+    formatSummary(
+      "fuzz:serve-mcp",
+      s,
+      { "calls by kind": s.byKind, "results by state or code": s.byAnswer },
+      `asks created and found in the approver's ledger: ${s.created} (${s.decisions} decided on its console); exchanges over the link: ${s.exchanges}; card numbers tried: ${s.cardsTried}`,
+    ),
   );
   process.exit(s.failures.length === 0 ? 0 : 1);
 }

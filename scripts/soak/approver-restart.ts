@@ -47,7 +47,6 @@ export type RestartSoakSummary = {
   failures: string[];
 };
 
-
 const PAY = { merchant: "Example Shop", amount: "19.00", currency: "EUR", card_handle: "card-2", checkout_url: "https://shop.example/checkout/123" };
 const ACCOUNT = { provider_url: "https://provider.example/signup", identity_handle: "work" };
 
@@ -114,8 +113,7 @@ export async function run(options: RestartSoakOptions): Promise<RestartSoakSumma
         if (res.status === 201 && body.approval_id === id && typeof body.expires_at === "string") {
           accepted.set(id, body.expires_at);
           for (const wake of acceptWaiters.splice(0)) wake();
-        }
-        else failures.push(`fresh ask ${id} answered ${res.status} ${JSON.stringify(body)}`);
+        } else failures.push(`fresh ask ${id} answered ${res.status} ${JSON.stringify(body)}`);
       } catch {
         // Cut by a kill (or refused while down): it may have been stored or not.
         cut.add(id);
@@ -184,7 +182,8 @@ export async function run(options: RestartSoakOptions): Promise<RestartSoakSumma
       const res = await fetch(`${url}/v1/asks/${id}`, { tls, keepalive: true });
       const body = await res.json();
       const want = d.ref === undefined ? { approval_id: id, state: d.state } : { approval_id: id, state: d.state, ref: d.ref };
-      if (JSON.stringify(body) !== JSON.stringify(want)) failures.push(`after restart ${cycle}: ${id} reads ${JSON.stringify(body)}, decided ${JSON.stringify(want)}`);
+      if (JSON.stringify(body) !== JSON.stringify(want))
+        failures.push(`after restart ${cycle}: ${id} reads ${JSON.stringify(body)}, decided ${JSON.stringify(want)}`);
     }
     // The person tries to change a few decisions: the console refuses and nothing changes.
     for (const [id, d] of [...decided].slice(0, 3)) {
@@ -284,7 +283,9 @@ export async function run(options: RestartSoakOptions): Promise<RestartSoakSumma
 
 export function formatRestartSummary(s: RestartSoakSummary): string {
   const lines = [
-    `soak:approver: seed ${s.seed}, ${s.cycles} kill-and-restart cycles (${Object.entries(s.kills).map(([k, n]) => `${n} ${k}`).join(", ")})`,
+    `soak:approver: seed ${s.seed}, ${s.cycles} kill-and-restart cycles (${Object.entries(s.kills)
+      .map(([k, n]) => `${n} ${k}`)
+      .join(", ")})`,
     `  asks sent ${s.asksSent}; accepted (201) ${s.accepted}, every one found after the last restart with its original expiry`,
     `  asks cut by a kill or sent while it was down ${s.cutAsks} (had landed whole: ${s.cutAsksStored}; had not, so stored when sent again: ${s.cutAsks - s.cutAsksStored})`,
     `  decisions confirmed on the console ${s.decisionsConfirmed}, each unchanged after every later restart`,

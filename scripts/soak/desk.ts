@@ -83,7 +83,6 @@ export type DeskSoakSummary = {
   failures: string[];
 };
 
-
 /** Tool prices (mc) as set through the operator API; upstream cost is a third of each. */
 const PRICES: Record<string, number> = {
   fx__echo: 1_000,
@@ -514,8 +513,14 @@ export async function run(options: DeskSoakOptions): Promise<DeskSoakSummary> {
 
     // Timeouts answered within the upstream timeout plus generous slack (a loaded 2-core machine).
     const pct = (xs: number[], p: number) => (xs.length === 0 ? 0 : xs[Math.min(xs.length - 1, Math.floor((p / 100) * xs.length))]!);
-    const chargedLat = answers.filter((a) => a.outcome === "charged").map((a) => a.ms).sort((x, y) => x - y);
-    const timeoutLat = answers.filter((a) => a.outcome === "refunded_timeout").map((a) => a.ms).sort((x, y) => x - y);
+    const chargedLat = answers
+      .filter((a) => a.outcome === "charged")
+      .map((a) => a.ms)
+      .sort((x, y) => x - y);
+    const timeoutLat = answers
+      .filter((a) => a.outcome === "refunded_timeout")
+      .map((a) => a.ms)
+      .sort((x, y) => x - y);
     const timeoutLimit = timeoutSecs * 1000 + TIMEOUT_SLACK_MS;
     for (const ms of timeoutLat) if (ms > timeoutLimit) fail(`a refunded_timeout answer took ${ms.toFixed(0)} ms, over ${timeoutLimit} ms`);
 

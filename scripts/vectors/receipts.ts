@@ -35,7 +35,13 @@ const jwks = jwksOf(current.publicJwk(), [retired.publicJwk()]);
 const ARGS = { city: "Lyon", days: 2, units: "metric" };
 const RESULT = {
   content: [{ type: "text", text: "Lyon: 14°C, light rain; tomorrow 11°C" }],
-  structuredContent: { city: "Lyon", forecast: [{ day: 0, temp_c: 14 }, { day: 1, temp_c: 11 }] },
+  structuredContent: {
+    city: "Lyon",
+    forecast: [
+      { day: 0, temp_c: 14 },
+      { day: 1, temp_c: 11 },
+    ],
+  },
 };
 
 function fields(over: Partial<ReceiptFields> = {}): ReceiptFields {
@@ -106,7 +112,16 @@ const cases: Record<string, Case> = {
     args: { units: "metric", days: 2, city: "Lyon" },
     body: pretty({
       receipt: charged,
-      result: { structuredContent: { forecast: [{ temp_c: 14, day: 0 }, { temp_c: 11, day: 1 }], city: "Lyon" }, content: RESULT.content },
+      result: {
+        structuredContent: {
+          forecast: [
+            { temp_c: 14, day: 0 },
+            { temp_c: 11, day: 1 },
+          ],
+          city: "Lyon",
+        },
+        content: RESULT.content,
+      },
     }),
   },
   "rest-refused-budget": {
@@ -214,7 +229,10 @@ const cases: Record<string, Case> = {
     description: "a refusal body with a result added: no shape, refused",
     body: pretty({ error: "BUDGET_EXHAUSTED", result: forgedResult, receipt: current.sign(fields({ id: "rcpt_0003", ...refusal("refused_budget", 402) })) }),
   },
-  "jsonrpc-error": { description: "a JSON-RPC error response: no receipt, refused", body: pretty({ jsonrpc: "2.0", id: 1, error: { code: -32601, message: "no" } }) },
+  "jsonrpc-error": {
+    description: "a JSON-RPC error response: no receipt, refused",
+    body: pretty({ jsonrpc: "2.0", id: 1, error: { code: -32601, message: "no" } }),
+  },
   "mcp-no-receipt": { description: "an MCP result whose _meta holds no receipt: refused", body: pretty({ ...RESULT, _meta: { "example.com/trace": "t-77" } }) },
   "not-an-object": { description: "a JSON array: refused", body: compact([charged]) },
 };

@@ -72,7 +72,12 @@ export const APPROVER_FLAGS = [
     default: DEFAULT_MAX_AMOUNT,
     help: "the largest amount of one pay ask, in major units of its currency",
   },
-  { name: "--desk-listen", value: "HOST:PORT", env: "ASK_ONLY_PAY_APPROVER_DESK_LISTEN", help: "a second listener, the desk's: spend asks only (with --desk-ca)" },
+  {
+    name: "--desk-listen",
+    value: "HOST:PORT",
+    env: "ASK_ONLY_PAY_APPROVER_DESK_LISTEN",
+    help: "a second listener, the desk's: spend asks only (with --desk-ca)",
+  },
   { name: "--desk-ca", value: "PATH", env: "ASK_ONLY_PAY_APPROVER_DESK_CA", help: "the only CA the desk's listener trusts: desk-ca.pem from certs DIR --desk" },
   {
     name: "--on-approve",

@@ -1,16 +1,7 @@
 // The usage of each subcommand: what it does and examples that run, written by hand; its options
 // and environment printed from the tables in flags.ts, so help says what the parser and the
 // settings lookup do.
-import {
-  APPROVER_FLAGS,
-  CERTS_FLAGS,
-  DESK_ENV,
-  DESK_FLAGS,
-  type EnvSetting,
-  type Flag,
-  SERVE_MCP_ENV,
-  VERIFY_RECEIPT_FLAGS,
-} from "./flags.ts";
+import { APPROVER_FLAGS, CERTS_FLAGS, DESK_ENV, DESK_FLAGS, type EnvSetting, type Flag, SERVE_MCP_ENV, VERIFY_RECEIPT_FLAGS } from "./flags.ts";
 
 /** The width of the hand-written prose around the options. */
 const WIDTH = 96;
@@ -31,16 +22,16 @@ function wrap(text: string, width: number): string[] {
 /** Rows of `head` and its text, the text in a column after the widest head. */
 function columns(rows: { head: string; lines: string[] }[]): string {
   const at = Math.max(...rows.map((r) => r.head.length)) + 4;
-  return rows
-    .flatMap(({ head, lines }) => lines.map((l, i) => `${i === 0 ? `  ${head}`.padEnd(at) : " ".repeat(at)}${l}`.trimEnd()))
-    .join("\n");
+  return rows.flatMap(({ head, lines }) => lines.map((l, i) => `${i === 0 ? `  ${head}`.padEnd(at) : " ".repeat(at)}${l}`.trimEnd())).join("\n");
 }
 
 /** A setting's help, then what it says about it: required, its default, its variable. */
 function describe(s: { help: string; required?: true; default?: string; env?: string }, width: number): string[] {
-  const facts = [s.required ? "required" : undefined, s.default === undefined ? undefined : `default: ${s.default}`, s.env === undefined ? undefined : `env: ${s.env}`].filter(
-    (f) => f !== undefined,
-  );
+  const facts = [
+    s.required ? "required" : undefined,
+    s.default === undefined ? undefined : `default: ${s.default}`,
+    s.env === undefined ? undefined : `env: ${s.env}`,
+  ].filter((f) => f !== undefined);
   const joined = facts.join("; ");
   return [...wrap(s.help, width), ...(joined.length <= width ? (facts.length > 0 ? [joined] : []) : facts.flatMap((f) => wrap(f, width)))];
 }

@@ -9,7 +9,10 @@ type CertsOptions = { dir: string; hosts: string[]; desk?: boolean; streams: Str
 
 export async function runCerts(options: CertsOptions): Promise<void> {
   if (options.desk && options.hosts.length > 0) {
-    throw usageError("--host names the approver's certificate, which --desk does not make", "run certs DIR --host NAME for the link, and certs DIR --desk for the desk");
+    throw usageError(
+      "--host names the approver's certificate, which --desk does not make",
+      "run certs DIR --host NAME for the link, and certs DIR --desk for the desk",
+    );
   }
   for (const host of options.hosts) {
     if (!isValidHostName(host)) {
@@ -28,7 +31,9 @@ async function writeCertificates(options: CertsOptions): Promise<void> {
   // A directory another user owns or can write would let them swap a key file for a link of
   // their choosing: it is refused before anything is made (core/private-files.ts).
   const dir = openPrivateDir(options.dir, { create: true }).path;
-  const { files } = options.desk ? await generateDeskCertificates({ now: options.now }) : await generateLinkCertificates({ hosts: options.hosts, now: options.now });
+  const { files } = options.desk
+    ? await generateDeskCertificates({ now: options.now })
+    : await generateLinkCertificates({ hosts: options.hosts, now: options.now });
 
   // Refuse before writing anything, so a second run never leaves a half-replaced set. lstat: a
   // link counts as there even when it points nowhere (writing through it would put a key
@@ -43,7 +48,10 @@ async function writeCertificates(options: CertsOptions): Promise<void> {
 
   const width = Math.max(...files.map((f) => f.name.length));
   const copies = options.desk
-    ? ["copy to the approver:  desk-ca.pem (with --desk-listen HOST:PORT --desk-ca desk-ca.pem)", "copy to the desk:      desk.pem desk.key and the link's approver-ca.pem"]
+    ? [
+        "copy to the approver:  desk-ca.pem (with --desk-listen HOST:PORT --desk-ca desk-ca.pem)",
+        "copy to the desk:      desk.pem desk.key and the link's approver-ca.pem",
+      ]
     : ["copy to the approver:  approver.pem approver.key client-ca.pem", "copy to serve-mcp:     client.pem client.key approver-ca.pem"];
   const lines = [
     `certificates written to ${dir}`,

@@ -49,8 +49,15 @@ export async function runVerifyReceipt(options: VerifyReceiptOptions): Promise<v
   const body = readJson(options.response!, SHAPES_READ);
   if (isDecisionEnvelope(body)) {
     // A decision record is checked with the approver's key set, given as --keys.
-    for (const [given, flag] of [[options.args, "--args"], [options.approverKeys, "--approver-keys"]] as const) {
-      if (given !== undefined) throw usageError(`${flag} goes with a desk receipt; ${shownPath(options.response!)} is a decision record`, "check a decision record with --keys and the approver's key set only");
+    for (const [given, flag] of [
+      [options.args, "--args"],
+      [options.approverKeys, "--approver-keys"],
+    ] as const) {
+      if (given !== undefined)
+        throw usageError(
+          `${flag} goes with a desk receipt; ${shownPath(options.response!)} is a decision record`,
+          "check a decision record with --keys and the approver's key set only",
+        );
     }
     const checks = openDecision(body, keys).checks;
     options.streams.out(`${checks.map(describeCheck).join("\n")}\n`);
@@ -89,7 +96,10 @@ function readJson(path: string, what: string): unknown {
 }
 
 function loadKeys(path: string, flag: string): ReceiptKeys {
-  const jwks = readJson(path, flag === "--keys" ? "the desk's receipt-signing key set (JWKS), or the approver's for a decision record" : "the approver's decision key set (JWKS)");
+  const jwks = readJson(
+    path,
+    flag === "--keys" ? "the desk's receipt-signing key set (JWKS), or the approver's for a decision record" : "the approver's decision key set (JWKS)",
+  );
   try {
     return ReceiptKeys.fromJwks(jwks);
   } catch (err) {
@@ -169,7 +179,10 @@ async function verifyJsonl(path: string, keys: ReceiptKeys, approverKeys: Receip
   }
   if (first.value.parsed && isDecisionEnvelope(first.value.value)) {
     if (approverKeys !== undefined) {
-      throw usageError(`--approver-keys goes with receipts; ${shownPath(path)} is an export of decision records`, "check an export of decisions with --keys and the approver's key set only");
+      throw usageError(
+        `--approver-keys goes with receipts; ${shownPath(path)} is an export of decision records`,
+        "check an export of decisions with --keys and the approver's key set only",
+      );
     }
     return verifyDecisionLines(first.value, lines, keys, streams);
   }
@@ -185,7 +198,12 @@ function verifyDecisionLines(first: Line, rest: Generator<Line>, keys: ReceiptKe
     count++;
     let opened: OpenedDecision;
     if (!line.parsed) opened = { checks: [{ name: "envelope", ok: false, detail: "not JSON" }], signed: null, payloadSha256: null };
-    else if (!isDecisionEnvelope(line.value)) opened = { checks: [{ name: "shape", ok: false, detail: "an export of decision records holds decision envelopes {payload, signature, kid, decision} only" }], signed: null, payloadSha256: null };
+    else if (!isDecisionEnvelope(line.value))
+      opened = {
+        checks: [{ name: "shape", ok: false, detail: "an export of decision records holds decision envelopes {payload, signature, kid, decision} only" }],
+        signed: null,
+        payloadSha256: null,
+      };
     else opened = openDecision(line.value, keys);
     const bad = opened.checks.filter((c) => !c.ok);
     if (bad.length > 0) {
@@ -205,7 +223,13 @@ function verifyDecisionLines(first: Line, rest: Generator<Line>, keys: ReceiptKe
   if (failed > 0 || breaks > 0) throw failure("the export did not verify");
 }
 
-async function verifyReceiptLines(first: Line, rest: Generator<Line>, keys: ReceiptKeys, approverKeys: ReceiptKeys | undefined, streams: Streams): Promise<void> {
+async function verifyReceiptLines(
+  first: Line,
+  rest: Generator<Line>,
+  keys: ReceiptKeys,
+  approverKeys: ReceiptKeys | undefined,
+  streams: Streams,
+): Promise<void> {
   const chain = new ChainVerifier();
   const out: string[] = [];
   const inFlight: { lineNo: number; opened: Promise<OpenedEnvelope | null> }[] = [];

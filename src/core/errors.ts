@@ -87,8 +87,7 @@ export const ERRORS = {
 
 export type ErrorCode = keyof typeof ERRORS;
 
-export const isErrorCode = (value: unknown): value is ErrorCode =>
-  typeof value === "string" && Object.hasOwn(ERRORS, value);
+export const isErrorCode = (value: unknown): value is ErrorCode => typeof value === "string" && Object.hasOwn(ERRORS, value);
 
 /**
  * Names that may stand beside a code, pointing at what failed: the operator's request field

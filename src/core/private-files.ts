@@ -210,12 +210,7 @@ export function openPrivateDir(path: string, options: { create: boolean }): Priv
   }
   checkOwner(target, st, "use a directory of your own, or run as its owner");
   if ((st.mode & GROUP_OTHER_WRITE) !== 0) {
-    throw new PrivatePathError(
-      "open-to-others",
-      target,
-      `${target} can be written by group or others (mode ${octal(st.mode)})`,
-      `run: chmod go-w ${target}`,
-    );
+    throw new PrivatePathError("open-to-others", target, `${target} can be written by group or others (mode ${octal(st.mode)})`, `run: chmod go-w ${target}`);
   }
   return { path: target, created };
 }
@@ -275,8 +270,7 @@ export function replacePrivateFile(path: string, contents: string | Uint8Array):
   renameSync(partial, path);
 }
 
-const symlinkError = (path: string) =>
-  new PrivatePathError("symlink", path, `${path} is a symbolic link; refusing to follow it`, "put the file itself there");
+const symlinkError = (path: string) => new PrivatePathError("symlink", path, `${path} is a symbolic link; refusing to follow it`, "put the file itself there");
 
 /** The rules of a private file, on its stat: a regular file, this user's, no access for group or others. */
 function judgeFile(path: string, st: Stats): void {
@@ -285,12 +279,7 @@ function judgeFile(path: string, st: Stats): void {
   checkOwner(path, st, "only this user's own files are trusted: remove it if you do not know where it came from");
   if ((st.mode & GROUP_OTHER_ANY) !== 0) {
     const may = [st.mode & 0o044 && "readable", st.mode & 0o022 && "writable", st.mode & 0o011 && "executable"].filter(Boolean);
-    throw new PrivatePathError(
-      "open-to-others",
-      path,
-      `${path} is ${may.join(" and ")} by others (mode ${octal(st.mode)})`,
-      `run: chmod 600 ${path}`,
-    );
+    throw new PrivatePathError("open-to-others", path, `${path} is ${may.join(" and ")} by others (mode ${octal(st.mode)})`, `run: chmod 600 ${path}`);
   }
 }
 
@@ -336,6 +325,11 @@ export function readPrivateFile(path: string): Buffer {
 export function expectSameFile(path: string, before: FileIdentity): void {
   const now = lstatOrNull(path);
   if (now === null || now.isSymbolicLink() || now.dev !== before.dev || now.ino !== before.ino) {
-    throw new PrivatePathError("replaced", path, `${path} was replaced while it was being opened`, "start again; if it happens again, find what changes that directory");
+    throw new PrivatePathError(
+      "replaced",
+      path,
+      `${path} was replaced while it was being opened`,
+      "start again; if it happens again, find what changes that directory",
+    );
   }
 }

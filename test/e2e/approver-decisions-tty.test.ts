@@ -31,8 +31,23 @@ beforeAll(async () => {
   deskTls = { cert: await read(desk.deskCert), key: await read(desk.deskKey), ca: await read(link.approverCa) };
   ap = await startTtyApprover({
     args: [
-      "approver", "--cert", link.approverCert, "--key", link.approverKey, "--ca", link.clientCa, "--listen", "127.0.0.1:0",
-      "--desk-listen", "127.0.0.1:0", "--desk-ca", desk.deskCa, "--db", db, "--ttl", "61s",
+      "approver",
+      "--cert",
+      link.approverCert,
+      "--key",
+      link.approverKey,
+      "--ca",
+      link.clientCa,
+      "--listen",
+      "127.0.0.1:0",
+      "--desk-listen",
+      "127.0.0.1:0",
+      "--desk-ca",
+      desk.deskCa,
+      "--db",
+      db,
+      "--ttl",
+      "61s",
     ],
     columns: 100,
   });
@@ -184,7 +199,14 @@ describe("the desk's spend ask on the person's terminal", () => {
       decision: "approved",
       ref: null,
       recap_sha256: sha256Hex(shown),
-      spend: { reservation_id: "res_9", tool: "everything__echo", price_mc: 150_000, key_id: body.key_id, org_id: body.org_id, params_sha256: body.params_sha256 },
+      spend: {
+        reservation_id: "res_9",
+        tool: "everything__echo",
+        price_mc: 150_000,
+        key_id: body.key_id,
+        org_id: body.org_id,
+        params_sha256: body.params_sha256,
+      },
     });
     const status = await fetch(`${deskUrl()}/v1/asks/${id}`, { tls: deskTls } as RequestInit);
     expect(await status.json()).toEqual({ approval_id: id, state: "approved" });

@@ -53,7 +53,19 @@ beforeAll(async () => {
   writeFileSync(join(dir.path, "step.sh"), STEP);
   baseArgs = ["approver", "--cert", link.approverCert, "--key", link.approverKey, "--ca", link.clientCa, "--listen", "127.0.0.1:0"];
   ap = await startTtyApprover({
-    args: [...baseArgs, "--desk-listen", "127.0.0.1:0", "--desk-ca", desk.deskCa, "--db", db, "--on-approve", `sh '${join(dir.path, "step.sh")}'`, "--on-approve-timeout", "2s"],
+    args: [
+      ...baseArgs,
+      "--desk-listen",
+      "127.0.0.1:0",
+      "--desk-ca",
+      desk.deskCa,
+      "--db",
+      db,
+      "--on-approve",
+      `sh '${join(dir.path, "step.sh")}'`,
+      "--on-approve-timeout",
+      "2s",
+    ],
     env: { ASK_ONLY_PAY_APPROVER_MAX_AMOUNT: "5000" },
   });
 }, 30_000);
@@ -81,7 +93,11 @@ function liveInGroup(pgid: number): number[] {
 
 const runsOf = (id: string, file = "runs.txt") => {
   const path = join(dir.path, file);
-  return existsSync(path) ? readFileSync(path, "utf8").split("\n").filter((l) => l === id).length : 0;
+  return existsSync(path)
+    ? readFileSync(path, "utf8")
+        .split("\n")
+        .filter((l) => l === id).length
+    : 0;
 };
 
 async function ask(a: TtyApprover, merchant: string): Promise<PayAsk> {
@@ -113,7 +129,10 @@ async function recordOf(a: TtyApprover, id: string) {
 /** Types approve, waits for the step's start and then for `end` (its result), returns the lines from the start. */
 async function approve(a: TtyApprover, id: string, end: RegExp): Promise<string[]> {
   const at = a.type(`approve ${id}`);
-  await a.screen.waitFor(new RegExp(`${id}: approving: PAY 19\\.00 EUR at shop\\.example\\r\\n  running the step \\(deadline 2s\\); it runs once, whatever happens`), at);
+  await a.screen.waitFor(
+    new RegExp(`${id}: approving: PAY 19\\.00 EUR at shop\\.example\\r\\n  running the step \\(deadline 2s\\); it runs once, whatever happens`),
+    at,
+  );
   await a.screen.waitFor(end, at);
   return a.screen.linesSince(at);
 }
@@ -137,7 +156,9 @@ describe("a step that succeeds", () => {
     expect(env).toMatchObject({ TZ: "UTC", ASK_ONLY_APPROVAL_ID: id, ASK_ONLY_ASK_VERB: "pay", PATH: process.env.PATH ?? "/usr/bin:/bin" });
     // Nothing else of the approver's environment: not its settings, not its terminal; what is
     // left is the shell's own (PWD and the like).
-    expect(Object.keys(env).filter((k) => !["PATH", "HOME", "TZ", "ASK_ONLY_APPROVAL_ID", "ASK_ONLY_ASK_VERB", "PWD", "OLDPWD", "SHLVL", "_"].includes(k))).toEqual([]);
+    expect(
+      Object.keys(env).filter((k) => !["PATH", "HOME", "TZ", "ASK_ONLY_APPROVAL_ID", "ASK_ONLY_ASK_VERB", "PWD", "OLDPWD", "SHLVL", "_"].includes(k)),
+    ).toEqual([]);
     expect(runsOf(id)).toBe(1);
     const again = ap.type(`approve ${id}`);
     await ap.screen.waitFor(new RegExp(`${id}: already decided \\(approved\\)`), again);
@@ -161,7 +182,10 @@ describe("a step that fails: the ask is failed, the person reads why (escaped), 
   });
 
   test("exit 0 without a ref on its first line, or with the reference approver's demo- form", async () => {
-    for (const [merchant, line] of [["Step bad line", "  line 1:    (from the step) not a ref!"], ["Step demo", "  line 1:    (from the step) demo-12345678"]] as const) {
+    for (const [merchant, line] of [
+      ["Step bad line", "  line 1:    (from the step) not a ref!"],
+      ["Step demo", "  line 1:    (from the step) demo-12345678"],
+    ] as const) {
       const { approval_id: id } = await ask(ap, merchant);
       const lines = await approve(ap, id, /it is not run again: check by hand what it did\r\n/);
       expect(lines).toContain("  the step exited 0, but its first line is not a ref of 1-64 [A-Za-z0-9_-]");
@@ -201,9 +225,26 @@ describe("what does not run a step", () => {
 
     const preview = canonicalJson({ q: 1 });
     const id = mintApprovalId();
-    const body = { approval_id: id, reservation_id: "r1", tool: "wx__forecast", price_mc: 100, key_id: "k1", key_name: "", org_id: "o1", org_name: "acme", params_sha256: sha256Hex(preview), preview, preview_cut: false };
+    const body = {
+      approval_id: id,
+      reservation_id: "r1",
+      tool: "wx__forecast",
+      price_mc: 100,
+      key_id: "k1",
+      key_name: "",
+      org_id: "o1",
+      org_name: "acme",
+      params_sha256: sha256Hex(preview),
+      preview,
+      preview_cut: false,
+    };
     let from = ap.screen.text.length;
-    const res = await fetch(`https://localhost:${ap.deskPort}/v1/asks/spend`, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify(body), tls: deskTls } as RequestInit);
+    const res = await fetch(`https://localhost:${ap.deskPort}/v1/asks/spend`, {
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      body: JSON.stringify(body),
+      tls: deskTls,
+    } as RequestInit);
     expect(res.status).toBe(201);
     await ap.screen.waitFor(new RegExp(`approve ${id}   or   deny ${id}\\r\\n`), from);
     from = ap.type(`approve ${id}`);
@@ -253,7 +294,9 @@ sleep 30
 
     await using second = await startTtyApprover({ args });
     await second.screen.waitFor(
-      new RegExp(`${id}: failed: PAY 19\\.00 EUR at shop\\.example\\r\\n  the step was interrupted: the approver stopped while it ran\\r\\n  it is not run again: check by hand what it did\\r\\n`),
+      new RegExp(
+        `${id}: failed: PAY 19\\.00 EUR at shop\\.example\\r\\n  the step was interrupted: the approver stopped while it ran\\r\\n  it is not run again: check by hand what it did\\r\\n`,
+      ),
     );
     const at = second.type(`approve ${id}`);
     await second.screen.waitFor(new RegExp(`${id}: already decided \\(failed\\)`), at);

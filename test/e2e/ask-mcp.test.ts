@@ -38,14 +38,28 @@ describe("tools/list", () => {
       idempotentHint: false,
       openWorldHint: true,
     });
-    const schema = tool.inputSchema as { type: string; properties: Record<string, { type: string; enum?: string[] }>; required: string[]; additionalProperties: boolean };
+    const schema = tool.inputSchema as {
+      type: string;
+      properties: Record<string, { type: string; enum?: string[] }>;
+      required: string[];
+      additionalProperties: boolean;
+    };
     expect(schema.type).toBe("object");
     expect(schema.additionalProperties).toBe(false);
     expect(schema.required).toEqual(["verb"]);
     expect(schema.properties.verb!.enum).toEqual(["pay", "account_create", "status"]);
-    expect(Object.keys(schema.properties).sort()).toEqual(
-      ["amount", "approval_id", "card_handle", "checkout_url", "currency", "identity_handle", "merchant", "provider_url", "reason", "verb"],
-    );
+    expect(Object.keys(schema.properties).sort()).toEqual([
+      "amount",
+      "approval_id",
+      "card_handle",
+      "checkout_url",
+      "currency",
+      "identity_handle",
+      "merchant",
+      "provider_url",
+      "reason",
+      "verb",
+    ]);
     for (const p of Object.values(schema.properties)) expect(p.type).toBe("string");
     // Flat: no combinators or references anywhere (some clients refuse them).
     for (const k of keysDeep(schema)) expect(["oneOf", "anyOf", "allOf", "not", "$ref", "if", "then"]).not.toContain(k);
@@ -61,7 +75,13 @@ describe("tools/list", () => {
       expect(d).toContain(words);
     }
     expect(tool.outputSchema?.type).toBe("object");
-    expect((tool.outputSchema as unknown as { properties: { state: { enum: string[] } } }).properties.state.enum).toEqual(["pending", "approved", "denied", "expired", "failed"]);
+    expect((tool.outputSchema as unknown as { properties: { state: { enum: string[] } } }).properties.state.enum).toEqual([
+      "pending",
+      "approved",
+      "denied",
+      "expired",
+      "failed",
+    ]);
   });
 
   test("an unknown tool name gets a code", async () => {
@@ -83,7 +103,17 @@ describe("the stdio channel", () => {
       jsonrpc: "2.0",
       id: 3,
       method: "tools/call",
-      params: { name: "request", arguments: { verb: "pay", merchant: "Secret Merchant Words", amount: "19.00", currency: "EUR", card_handle: "card-2", checkout_url: "https://shop.example/" } },
+      params: {
+        name: "request",
+        arguments: {
+          verb: "pay",
+          merchant: "Secret Merchant Words",
+          amount: "19.00",
+          currency: "EUR",
+          card_handle: "card-2",
+          checkout_url: "https://shop.example/",
+        },
+      },
     });
     send({ jsonrpc: "2.0", id: 4, method: "tools/call", params: { name: "request", arguments: { verb: "pay", reason: "4111 1111 1111 1111" } } });
     // Close stdin once the last answer is out.
@@ -108,7 +138,12 @@ describe("the stdio channel", () => {
       .split("\n")
       .map((line) => JSON.parse(line) as { jsonrpc: string; id: number; result: { structuredContent?: unknown } })
       .sort((a, b) => a.id - b.id);
-    expect(messages.map((m) => [m.jsonrpc, m.id])).toEqual([["2.0", 1], ["2.0", 2], ["2.0", 3], ["2.0", 4]]);
+    expect(messages.map((m) => [m.jsonrpc, m.id])).toEqual([
+      ["2.0", 1],
+      ["2.0", 2],
+      ["2.0", 3],
+      ["2.0", 4],
+    ]);
     expect(messages[2]!.result.structuredContent).toEqual({ error: "APPROVER_UNREACHABLE" });
     expect(messages[3]!.result.structuredContent).toEqual({ error: "CARD_NUMBER_REFUSED" });
     expect(stderr).not.toContain("Secret Merchant Words");

@@ -81,7 +81,15 @@ describe("narrow terminal", () => {
       const from = tty.type(command);
       await tty.screen.waitFor(/widen it to decide\./, from);
       const shown = tty.linesSince(from).slice(1); // after the echo of the typed line
-      const expected = [...(head ? [head] : []), "asks waiting: 2", `  ${second}`, `  ${third}`, "recaps need 76 columns;", "this terminal has 60.", "widen it to decide."];
+      const expected = [
+        ...(head ? [head] : []),
+        "asks waiting: 2",
+        `  ${second}`,
+        `  ${third}`,
+        "recaps need 76 columns;",
+        "this terminal has 60.",
+        "widen it to decide.",
+      ];
       expect(shown.slice(0, expected.length)).toEqual(expected);
       expect(shown.join("\n")).not.toContain("ACCOUNT");
       for (const line of shown) expect(columns(line)).toBeLessThanOrEqual(60);

@@ -58,7 +58,14 @@ test("npm start: certificates made (said so), the claude mcp add line, the appro
 
     await using mcp = await connectServeMcp({ PATH: "/usr/bin:/bin", ...env });
     const id = (
-      await mcp.request({ verb: "pay", merchant: "Example Shop", amount: "19.00", currency: "EUR", card_handle: "card-2", checkout_url: "https://shop.example/checkout/123" })
+      await mcp.request({
+        verb: "pay",
+        merchant: "Example Shop",
+        amount: "19.00",
+        currency: "EUR",
+        card_handle: "card-2",
+        checkout_url: "https://shop.example/checkout/123",
+      })
     ).sc.approval_id as string;
     await out.waitFor(new RegExp(`approve ${id}   or   deny ${id}`));
     const at = out.text.length;

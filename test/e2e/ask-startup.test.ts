@@ -64,7 +64,18 @@ describe("approver start-up", () => {
 
   test("bad flags are usage errors (exit 2)", async () => {
     const base = approverArgs({ files: approverFiles(link), db: db() });
-    for (const [flag, value] of [["--ttl", "10"], ["--ttl", "-1m"], ["--ttl", "8d"], ["--max-pending", "0"], ["--max-pending", "ten"], ["--listen", "8443"], ["--listen", "[zz]:1"], ["--max-amount", "0"], ["--max-amount", "1e6"], ["--max-amount", "1000000000"]] as const) {
+    for (const [flag, value] of [
+      ["--ttl", "10"],
+      ["--ttl", "-1m"],
+      ["--ttl", "8d"],
+      ["--max-pending", "0"],
+      ["--max-pending", "ten"],
+      ["--listen", "8443"],
+      ["--listen", "[zz]:1"],
+      ["--max-amount", "0"],
+      ["--max-amount", "1e6"],
+      ["--max-amount", "1000000000"],
+    ] as const) {
       const r = await runBinary([...base, flag, value]);
       expectRefusal(r, 2, new RegExp(flag));
     }
@@ -93,10 +104,12 @@ describe("approver start-up", () => {
   test("start-up says where it listens, the ledger and the client CA it trusts; the default ledger is 0700", async () => {
     const state = join(dir.path, "state");
     const files = approverFiles(link);
-    const proc = Bun.spawn(
-      [BINARY, "approver", "--cert", files.cert, "--key", files.key, "--ca", files.ca, "--listen", "127.0.0.1:0"],
-      { env: { PATH: "/usr/bin:/bin", HOME: dir.path, XDG_STATE_HOME: state, NO_COLOR: "1" }, stdin: "pipe", stdout: "pipe", stderr: "pipe" },
-    );
+    const proc = Bun.spawn([BINARY, "approver", "--cert", files.cert, "--key", files.key, "--ca", files.ca, "--listen", "127.0.0.1:0"], {
+      env: { PATH: "/usr/bin:/bin", HOME: dir.path, XDG_STATE_HOME: state, NO_COLOR: "1" },
+      stdin: "pipe",
+      stdout: "pipe",
+      stderr: "pipe",
+    });
     const err = new OutputWatch(proc.stderr);
     await err.waitFor(/type "help"/);
     proc.kill("SIGTERM");

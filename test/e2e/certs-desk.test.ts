@@ -30,7 +30,13 @@ describe("ask-only certs --desk", () => {
     // One private key in the desk's files, and it is the leaf's own.
     expect(DESK.map((f) => readFileSync(join(dir, f), "utf8").split("BEGIN PRIVATE KEY").length - 1)).toEqual([0, 1, 0]);
     const pem = (f: string) => new X509Certificate(readFileSync(join(dir, f)));
-    const [deskCa, desk, clientCa, approverCa, approver] = [pem("desk-ca.pem"), pem("desk.pem"), pem("client-ca.pem"), pem("approver-ca.pem"), pem("approver.pem")];
+    const [deskCa, desk, clientCa, approverCa, approver] = [
+      pem("desk-ca.pem"),
+      pem("desk.pem"),
+      pem("client-ca.pem"),
+      pem("approver-ca.pem"),
+      pem("approver.pem"),
+    ];
     const leafKey = createPublicKey(createPrivateKey(readFileSync(join(dir, "desk.key"))));
     expect(desk.publicKey.equals(leafKey)).toBe(true);
     expect(deskCa.ca).toBe(true);

@@ -101,7 +101,12 @@ describe("ask-only certs", () => {
     expect(f.keyMatches).toEqual({ "approver.pem": true, "client.pem": true, "approver.pem with client.key": false });
     // Validity: from 5 minutes before now (seconds precision) to 825 days (leaves) or 3650 days
     // (CAs) after now.
-    for (const [file, days] of [["approver-ca.pem", 3650], ["client-ca.pem", 3650], ["approver.pem", 825], ["client.pem", 825]] as const) {
+    for (const [file, days] of [
+      ["approver-ca.pem", 3650],
+      ["client-ca.pem", 3650],
+      ["approver.pem", 825],
+      ["client.pem", 825],
+    ] as const) {
       const from = Date.parse(c[file]!.validFrom);
       expect(from).toBeGreaterThanOrEqual(before - 5 * 60_000 - 1000);
       expect(from).toBeLessThanOrEqual(Date.now() - 5 * 60_000);

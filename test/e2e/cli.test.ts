@@ -62,7 +62,11 @@ describe("ask-only CLI", () => {
       [["certs"], "missing required argument 'dir'", "run 'ask-only certs --help' for usage"],
       [["certs", "/tmp/x", "--host", "not a host"], '--host "not a host" is not a DNS name or an IP address', "run 'ask-only certs --help' for usage"],
       [["approver", "--max-pnding", "5"], "unknown option '--max-pnding'", "run 'ask-only approver --help' for usage"],
-      [["approver", "--cert", "c", "--key", "k", "--ca", "a", "--listen", "nowhere"], '--listen "nowhere" is not HOST:PORT', "e.g. --listen 127.0.0.1:8443; run 'ask-only approver --help' for usage"],
+      [
+        ["approver", "--cert", "c", "--key", "k", "--ca", "a", "--listen", "nowhere"],
+        '--listen "nowhere" is not HOST:PORT',
+        "e.g. --listen 127.0.0.1:8443; run 'ask-only approver --help' for usage",
+      ],
       [["desk", "--upstream-timeout", "0"], "--upstream-timeout 0 is not a number of seconds between 0 and 600", "run 'ask-only desk --help' for usage"],
       [["desk", "check"], "desk check needs --data DIR", "e.g. ask-only desk check --data ./desk-data; run 'ask-only desk --help' for usage"],
       [["serve-mcp", "extra"], "too many arguments for 'serve-mcp'. Expected 0 arguments but got 1.", "run 'ask-only serve-mcp --help' for usage"],

@@ -53,7 +53,12 @@ describe("ask-only desk (binary)", () => {
     expect((await fetch(`${second.url}/admin/orgs`, { headers: { authorization: "Bearer nope" } })).status).toBe(401);
     expect(await second.stop()).toBe(0);
     expect(second.stdout()).not.toContain("admin token");
-    expect(second.stdout()).toContain(first.stdout().split("\n").find((l) => l.startsWith("receipt signing key"))!);
+    expect(second.stdout()).toContain(
+      first
+        .stdout()
+        .split("\n")
+        .find((l) => l.startsWith("receipt signing key"))!,
+    );
   });
 
   test("unsafe configuration stops the desk before it listens", async () => {
@@ -191,7 +196,10 @@ describe("ask-only desk (binary)", () => {
       expect(again.stderr()).toContain("refunded 1 abandoned reservation(s)");
       const key = (await (await again.admin("GET", `/admin/keys/${k.key_id}`)).json()) as { spent_mc: number };
       expect(key.spent_mc).toBe(2500);
-      const lines = (await (await again.admin("GET", `/admin/receipts?org_id=${k.orgId}`)).text()).trim().split("\n").map((l) => JSON.parse(l));
+      const lines = (await (await again.admin("GET", `/admin/receipts?org_id=${k.orgId}`)).text())
+        .trim()
+        .split("\n")
+        .map((l) => JSON.parse(l));
       expect(lines.map((e) => [e.receipt.seq, e.receipt.outcome, e.receipt.amount_mc])).toEqual([
         [1, "charged", 2500],
         [2, "refunded_abandoned", 0],
@@ -220,13 +228,18 @@ describe("ask-only desk (binary)", () => {
     } finally {
       expect(await desk.stop()).toBe(0);
     }
-    const missing = await runBinary(["desk", "--listen", "127.0.0.1:0", "--data", join(tmp.path, "d"), "--tls-cert", join(certs, "nope.pem"), "--tls-key", join(certs, "approver.key")], {
-      env: { ASK_ONLY_DESK_ADMIN_TOKEN: TOKEN },
-    });
+    const missing = await runBinary(
+      ["desk", "--listen", "127.0.0.1:0", "--data", join(tmp.path, "d"), "--tls-cert", join(certs, "nope.pem"), "--tls-key", join(certs, "approver.key")],
+      {
+        env: { ASK_ONLY_DESK_ADMIN_TOKEN: TOKEN },
+      },
+    );
     expect(missing.code).toBe(1);
     expect(missing.stderr).toContain("ask-only: error: cannot read ");
     expect(missing.stderr).toContain("nope.pem: ENOENT");
-    const half = await runBinary(["desk", "--data", join(tmp.path, "d"), "--tls-cert", join(certs, "approver.pem")], { env: { ASK_ONLY_DESK_ADMIN_TOKEN: TOKEN } });
+    const half = await runBinary(["desk", "--data", join(tmp.path, "d"), "--tls-cert", join(certs, "approver.pem")], {
+      env: { ASK_ONLY_DESK_ADMIN_TOKEN: TOKEN },
+    });
     expect(half.code).toBe(2);
     expect(half.stderr).toContain("--tls-cert and --tls-key go together");
   });
@@ -243,10 +256,14 @@ describe("ask-only desk (binary)", () => {
       return r.status;
     };
     try {
-      expect(await keep(await desk.admin("POST", "/admin/upstreams", { name: "paid", url: paid.url, headers: { authorization: `Bearer ${SECRET}` } }))).toBe(201);
+      expect(await keep(await desk.admin("POST", "/admin/upstreams", { name: "paid", url: paid.url, headers: { authorization: `Bearer ${SECRET}` } }))).toBe(
+        201,
+      );
       await keep(await desk.admin("PUT", "/admin/tools/paid__echo", { price_mc: 1, upstream_cost_mc: 0 }));
       const org = (await (await desk.admin("POST", "/admin/orgs", { name: "o" })).json()) as { org_id: string };
-      const key = (await (await desk.admin("POST", "/admin/keys", { org_id: org.org_id, budget_mc: 10, reset: "none", allow: ["paid__echo", "paid__fail_5xx"] })).json()) as { secret: string };
+      const key = (await (
+        await desk.admin("POST", "/admin/keys", { org_id: org.org_id, budget_mc: 10, reset: "none", allow: ["paid__echo", "paid__fail_5xx"] })
+      ).json()) as { secret: string };
       for (const tool of ["paid__echo", "paid__fail_5xx"]) {
         const r = await fetch(`${desk.url}/v1/tools/${tool}`, {
           method: "POST",

@@ -52,7 +52,9 @@ describe("desk in front of server-everything", () => {
 
       expect((await admin("PUT", "/admin/tools/everything__echo", { price_mc: 1500, upstream_cost_mc: 200 })).status).toBe(200);
       const org = (await (await admin("POST", "/admin/orgs", { name: "demo" })).json()) as { org_id: string };
-      const key = (await (await admin("POST", "/admin/keys", { org_id: org.org_id, budget_mc: 10_000, reset: "daily", allow: ["everything__echo"] })).json()) as {
+      const key = (await (
+        await admin("POST", "/admin/keys", { org_id: org.org_id, budget_mc: 10_000, reset: "daily", allow: ["everything__echo"] })
+      ).json()) as {
         secret: string;
       };
       const call = (args: unknown) =>
@@ -79,7 +81,14 @@ describe("desk in front of server-everything", () => {
       writeFileSync(join(tmp.path, "response.json"), saved);
       writeFileSync(join(tmp.path, "jwks.json"), jwks);
       writeFileSync(join(tmp.path, "args.json"), JSON.stringify(args));
-      const verified = await runBinary(["verify-receipt", join(tmp.path, "response.json"), "--keys", join(tmp.path, "jwks.json"), "--args", join(tmp.path, "args.json")]);
+      const verified = await runBinary([
+        "verify-receipt",
+        join(tmp.path, "response.json"),
+        "--keys",
+        join(tmp.path, "jwks.json"),
+        "--args",
+        join(tmp.path, "args.json"),
+      ]);
       expect(verified.stderr).toBe("");
       expect(verified.code).toBe(0);
       expect(verified.stdout).toMatch(/^ok {3}signature/m);
@@ -105,15 +114,23 @@ describe("desk in front of server-everything", () => {
       expect((await desk.admin("PUT", "/admin/tools/everything__get-structured-content", { price_mc: 700, upstream_cost_mc: 100 })).status).toBe(200);
       const org = (await (await desk.admin("POST", "/admin/orgs", { name: "demo" })).json()) as { org_id: string };
       const allow = own.map((t) => `everything__${t.name}`);
-      const key = (await (await desk.admin("POST", "/admin/keys", { org_id: org.org_id, budget_mc: 10_000, reset: "none", allow })).json()) as { secret: string };
+      const key = (await (await desk.admin("POST", "/admin/keys", { org_id: org.org_id, budget_mc: 10_000, reset: "none", allow })).json()) as {
+        secret: string;
+      };
       const rpc = (body: unknown) =>
         fetch(`${desk.url}/mcp`, {
           method: "POST",
-          headers: { authorization: `Bearer ${key.secret}`, "content-type": "application/json", accept: "application/json, text/event-stream", "mcp-protocol-version": "2025-11-25" },
+          headers: {
+            authorization: `Bearer ${key.secret}`,
+            "content-type": "application/json",
+            accept: "application/json, text/event-stream",
+            "mcp-protocol-version": "2025-11-25",
+          },
           body: JSON.stringify(body),
         });
 
-      const listed = ((await (await rpc({ jsonrpc: "2.0", id: 1, method: "tools/list" })).json()) as { result: { tools: Record<string, unknown>[] } }).result.tools;
+      const listed = ((await (await rpc({ jsonrpc: "2.0", id: 1, method: "tools/list" })).json()) as { result: { tools: Record<string, unknown>[] } }).result
+        .tools;
       const byName = new Map(listed.map((t) => [t.name, t]));
       for (const t of own) {
         const seen = byName.get(`everything__${t.name}`)!;
@@ -122,7 +139,9 @@ describe("desk in front of server-everything", () => {
         }
       }
 
-      const wire = await (await rpc({ jsonrpc: "2.0", id: 2, method: "tools/call", params: { name: "everything__get-structured-content", arguments: args } })).text();
+      const wire = await (
+        await rpc({ jsonrpc: "2.0", id: 2, method: "tools/call", params: { name: "everything__get-structured-content", arguments: args } })
+      ).text();
       const { _meta, ...answer } = (JSON.parse(wire) as { result: Record<string, unknown> }).result;
       expect(answer).toEqual(ownAnswer as Record<string, unknown>);
       expect(Object.keys(_meta as object)).toEqual(["io.ask-only/receipt"]);
@@ -130,7 +149,14 @@ describe("desk in front of server-everything", () => {
       writeFileSync(join(tmp.path, "rpc.json"), wire);
       writeFileSync(join(tmp.path, "jwks.json"), await (await fetch(`${desk.url}/.well-known/receipt-signing-key.json`)).text());
       writeFileSync(join(tmp.path, "args.json"), JSON.stringify(args));
-      const verified = await runBinary(["verify-receipt", join(tmp.path, "rpc.json"), "--keys", join(tmp.path, "jwks.json"), "--args", join(tmp.path, "args.json")]);
+      const verified = await runBinary([
+        "verify-receipt",
+        join(tmp.path, "rpc.json"),
+        "--keys",
+        join(tmp.path, "jwks.json"),
+        "--args",
+        join(tmp.path, "args.json"),
+      ]);
       expect(verified).toMatchObject({ code: 0, stderr: "" });
       expect(verified.stdout).toContain("ok   result (matches result_sha256)");
     } finally {

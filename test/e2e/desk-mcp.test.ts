@@ -45,7 +45,12 @@ describe("desk /mcp through the binary", () => {
     const args = { text: "paid over MCP, checked offline" };
     const r = await fetch(`${desk.url}/mcp`, {
       method: "POST",
-      headers: { authorization: `Bearer ${secret}`, "content-type": "application/json", accept: "application/json, text/event-stream", "mcp-protocol-version": "2025-11-25" },
+      headers: {
+        authorization: `Bearer ${secret}`,
+        "content-type": "application/json",
+        accept: "application/json, text/event-stream",
+        "mcp-protocol-version": "2025-11-25",
+      },
       body: JSON.stringify({ jsonrpc: "2.0", id: 1, method: "tools/call", params: { name: "fx__echo", arguments: args } }),
     });
     expect(r.status).toBe(200);
@@ -91,7 +96,13 @@ describe("desk /mcp through the binary", () => {
     const post = (url: string, host: string) =>
       fetch(`${url}/mcp`, {
         method: "POST",
-        headers: { host, authorization: `Bearer ${secret}`, "content-type": "application/json", accept: "application/json, text/event-stream", "mcp-protocol-version": "2025-11-25" },
+        headers: {
+          host,
+          authorization: `Bearer ${secret}`,
+          "content-type": "application/json",
+          accept: "application/json, text/event-stream",
+          "mcp-protocol-version": "2025-11-25",
+        },
         body: init,
       });
     expect((await post(desk.url, `localhost:${desk.port}`)).status).toBe(200);

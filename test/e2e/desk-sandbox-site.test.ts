@@ -45,7 +45,13 @@ test("a foreign Host or Origin is refused before the sandbox counts; the desk's 
   }
   // None of the 15 refusals took one of this network's keys.
   const statuses: number[] = [];
-  const named: Record<string, string>[] = [{}, { origin: `http://127.0.0.1:${desk.port}` }, { host: `localhost:${desk.port}` }, { host: "desk.example.com" }, { host: `[::1]:${desk.port}` }];
+  const named: Record<string, string>[] = [
+    {},
+    { origin: `http://127.0.0.1:${desk.port}` },
+    { host: `localhost:${desk.port}` },
+    { host: "desk.example.com" },
+    { host: `[::1]:${desk.port}` },
+  ];
   for (const headers of named) statuses.push((await ask(headers)).status);
   expect(statuses).toEqual([201, 201, 201, 201, 201]);
   const sixth = await ask({});

@@ -36,7 +36,10 @@ describe("desk start-up (binary)", () => {
 
     const file = join(tmp.path, "admin.token");
     writeFileSync(file, `${FILE_TOKEN}\n`, { mode: 0o600 });
-    const fromFile = await startDeskProcess(join(tmp.path, "other"), ["--admin-token-file", file], { env: { ASK_ONLY_DESK_ADMIN_TOKEN: DESK_TOKEN }, token: FILE_TOKEN });
+    const fromFile = await startDeskProcess(join(tmp.path, "other"), ["--admin-token-file", file], {
+      env: { ASK_ONLY_DESK_ADMIN_TOKEN: DESK_TOKEN },
+      token: FILE_TOKEN,
+    });
     expect((await fromFile.admin("GET", "/admin/orgs")).status).toBe(200);
     expect(await fromFile.stop()).toBe(0);
     expect(tokenLine(fromFile.stderr())).toBe(`ask-only: admin token: from the file ${file} (--admin-token-file)`);

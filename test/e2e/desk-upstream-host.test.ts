@@ -57,11 +57,15 @@ test("--allow-upstream-host, or ASK_ONLY_DESK_ALLOW_UPSTREAM_HOST, names the add
   try {
     expect((await byFlag.admin("POST", "/admin/upstreams", { name: "zero", url: zero })).status).toBe(201);
     // Only what was named: another link-local address stays refused.
-    expect((await (await byFlag.admin("POST", "/admin/upstreams", { name: "meta", url: "http://169.254.169.254/mcp" })).json())).toEqual({ error: "UPSTREAM_HOST_REFUSED" });
+    expect(await (await byFlag.admin("POST", "/admin/upstreams", { name: "meta", url: "http://169.254.169.254/mcp" })).json()).toEqual({
+      error: "UPSTREAM_HOST_REFUSED",
+    });
   } finally {
     await byFlag.stop();
   }
-  const byEnv = await startDeskProcess(join(tmp.path, "env"), [], { env: { ASK_ONLY_DESK_ADMIN_TOKEN: DESK_TOKEN, ASK_ONLY_DESK_ALLOW_UPSTREAM_HOST: "169.254.1.1, 0.0.0.0" } });
+  const byEnv = await startDeskProcess(join(tmp.path, "env"), [], {
+    env: { ASK_ONLY_DESK_ADMIN_TOKEN: DESK_TOKEN, ASK_ONLY_DESK_ALLOW_UPSTREAM_HOST: "169.254.1.1, 0.0.0.0" },
+  });
   try {
     expect((await byEnv.admin("POST", "/admin/upstreams", { name: "zero", url: zero })).status).toBe(201);
   } finally {
@@ -71,7 +75,9 @@ test("--allow-upstream-host, or ASK_ONLY_DESK_ALLOW_UPSTREAM_HOST, names the add
 
 test("an --allow-upstream-host value that is no link-local or unspecified address is a usage error", async () => {
   for (const value of ["example.com", "127.0.0.1", "10.0.0.1", "not an address"]) {
-    const r = await runBinary(["desk", "--listen", "127.0.0.1:0", "--data", join(tmp.path, "bad"), "--allow-upstream-host", value], { env: { ASK_ONLY_DESK_ADMIN_TOKEN: DESK_TOKEN } });
+    const r = await runBinary(["desk", "--listen", "127.0.0.1:0", "--data", join(tmp.path, "bad"), "--allow-upstream-host", value], {
+      env: { ASK_ONLY_DESK_ADMIN_TOKEN: DESK_TOKEN },
+    });
     expect(r).toEqual({
       code: 2,
       stdout: "",

@@ -35,8 +35,7 @@ function expectRefused(r: { code: number; stdout: string; stderr: string }, erro
 }
 
 describe("the desk's data directory (binary)", () => {
-  const desk = (data: string) =>
-    runBinary(["desk", "--listen", "127.0.0.1:0", "--data", data], { env: { ASK_ONLY_DESK_ADMIN_TOKEN: DESK_TOKEN } });
+  const desk = (data: string) => runBinary(["desk", "--listen", "127.0.0.1:0", "--data", data], { env: { ASK_ONLY_DESK_ADMIN_TOKEN: DESK_TOKEN } });
   const FOREIGN_FILE_HINT = "only this user's own files are trusted: remove it if you do not know where it came from";
 
   test("a 0777 directory another user prepared with its own signing key is refused, untouched", async () => {
@@ -129,7 +128,11 @@ describe("the desk's data directory (binary)", () => {
     const first = await startDeskProcess(data);
     expect(await first.stop()).toBe(0);
     chmodSync(join(data, "desk.db"), 0o644);
-    expectRefused(await runBinary(["desk", "check", "--data", data]), `${join(data, "desk.db")} is readable by others (mode 0644)`, `run: chmod 600 ${join(data, "desk.db")}`);
+    expectRefused(
+      await runBinary(["desk", "check", "--data", data]),
+      `${join(data, "desk.db")} is readable by others (mode 0644)`,
+      `run: chmod 600 ${join(data, "desk.db")}`,
+    );
   });
 });
 
@@ -178,7 +181,11 @@ describe("the approver's ask ledger (binary)", () => {
     const theirs = join(dir.path, "theirs");
     mkdirSync(theirs, { mode: 0o700 });
     giveToOtherUser(theirs);
-    expectRefused(await run(join(theirs, "asks.db")), `${theirs} is owned by uid ${OTHER_UID}, not by this user (uid ${ME})`, "use a directory of your own, or run as its owner");
+    expectRefused(
+      await run(join(theirs, "asks.db")),
+      `${theirs} is owned by uid ${OTHER_UID}, not by this user (uid ${ME})`,
+      "use a directory of your own, or run as its owner",
+    );
     expect(readdirSync(theirs)).toEqual([]);
 
     const mine = join(dir.path, "mine");
@@ -186,7 +193,11 @@ describe("the approver's ask ledger (binary)", () => {
     const planted = join(mine, "asks.db");
     writeFileSync(planted, "", { mode: 0o600 });
     giveToOtherUser(planted);
-    expectRefused(await run(planted), `${planted} is owned by uid ${OTHER_UID}, not by this user (uid ${ME})`, "only this user's own files are trusted: remove it if you do not know where it came from");
+    expectRefused(
+      await run(planted),
+      `${planted} is owned by uid ${OTHER_UID}, not by this user (uid ${ME})`,
+      "only this user's own files are trusted: remove it if you do not know where it came from",
+    );
 
     const real = join(dir.path, "state-open", "asks.db");
     const linked = join(dir.path, "linked");

@@ -105,7 +105,12 @@ describe("serve-mcp (stdio, compiled) with a v2 client", () => {
       message: `MCP error -32022: Unsupported protocol version ${NEWER}: this server speaks ${OURS.join(", ")}`,
       data: { supported: OURS, requested: NEWER },
     });
-    send({ jsonrpc: "2.0", id: 2, method: "initialize", params: { protocolVersion: "2025-11-25", capabilities: {}, clientInfo: { name: "raw", version: "0" } } });
+    send({
+      jsonrpc: "2.0",
+      id: 2,
+      method: "initialize",
+      params: { protocolVersion: "2025-11-25", capabilities: {}, clientInfo: { name: "raw", version: "0" } },
+    });
     expect((await answer(2)).result.protocolVersion).toBe("2025-11-25");
     send({ jsonrpc: "2.0", method: "notifications/initialized" });
     send({ jsonrpc: "2.0", id: 3, method: "tools/list" });
@@ -186,14 +191,23 @@ describe("the desk's /mcp (compiled) with a v2 client", () => {
     // On the wire: HTTP 400 with the JSON-RPC error, before the SDK transport.
     const wire = await fetch(`${desk.url}/mcp`, {
       method: "POST",
-      headers: { authorization: `Bearer ${secret}`, "content-type": "application/json", accept: "application/json, text/event-stream", "mcp-protocol-version": NEWER },
+      headers: {
+        authorization: `Bearer ${secret}`,
+        "content-type": "application/json",
+        accept: "application/json, text/event-stream",
+        "mcp-protocol-version": NEWER,
+      },
       body: JSON.stringify({ jsonrpc: "2.0", id: 7, method: "server/discover", params: {} }),
     });
     expect(wire.status).toBe(400);
     expect(await wire.json()).toEqual({
       jsonrpc: "2.0",
       id: null,
-      error: { code: -32022, message: `Unsupported protocol version ${NEWER}: this server speaks ${OURS.join(", ")}`, data: { supported: OURS, requested: NEWER } },
+      error: {
+        code: -32022,
+        message: `Unsupported protocol version ${NEWER}: this server speaks ${OURS.join(", ")}`,
+        data: { supported: OURS, requested: NEWER },
+      },
     });
 
     const after = new Client({ name: "v2-agent", version: "2.4.0" }, { versionNegotiation: { ...AUTO, probe: PROBE } });
@@ -252,7 +266,14 @@ describe("a v2 SDK server as a desk upstream", () => {
     writeFileSync(join(tmp.path, "v2-upstream.json"), text);
     writeFileSync(join(tmp.path, "v2-upstream-args.json"), JSON.stringify(args));
     writeFileSync(join(tmp.path, "v2-jwks.json"), await (await fetch(`${desk.url}/.well-known/receipt-signing-key.json`)).text());
-    const verified = await runBinary(["verify-receipt", join(tmp.path, "v2-upstream.json"), "--keys", join(tmp.path, "v2-jwks.json"), "--args", join(tmp.path, "v2-upstream-args.json")]);
+    const verified = await runBinary([
+      "verify-receipt",
+      join(tmp.path, "v2-upstream.json"),
+      "--keys",
+      join(tmp.path, "v2-jwks.json"),
+      "--args",
+      join(tmp.path, "v2-upstream-args.json"),
+    ]);
     expect(verified.stdout.split("\n").filter((l) => l.startsWith("ok"))).toHaveLength(4);
     expect({ code: verified.code, stderr: verified.stderr }).toEqual({ code: 0, stderr: "" });
 

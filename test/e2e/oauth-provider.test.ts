@@ -80,8 +80,19 @@ async function storedRefreshToken(store: FileCredentialStore): Promise<string> {
 }
 
 async function child(store: FileCredentialStore, settings: ReturnType<typeof settingsOf>, options: { clockOffsetMs?: number; seam?: boolean } = {}) {
-  const config = { store: store.path, sealingKey: Buffer.from(keyBytes).toString("hex"), settings, baseUrl: api.url, clockOffsetMs: options.clockOffsetMs ?? 0, seam: options.seam ?? false };
-  const proc = Bun.spawn([process.execPath, CHILD], { stdout: "pipe", stderr: "pipe", env: { PATH: process.env.PATH ?? "", CHILD_CONFIG: JSON.stringify(config), NO_COLOR: "1" } });
+  const config = {
+    store: store.path,
+    sealingKey: Buffer.from(keyBytes).toString("hex"),
+    settings,
+    baseUrl: api.url,
+    clockOffsetMs: options.clockOffsetMs ?? 0,
+    seam: options.seam ?? false,
+  };
+  const proc = Bun.spawn([process.execPath, CHILD], {
+    stdout: "pipe",
+    stderr: "pipe",
+    env: { PATH: process.env.PATH ?? "", CHILD_CONFIG: JSON.stringify(config), NO_COLOR: "1" },
+  });
   return { proc, out: collectText(proc.stdout as ReadableStream<Uint8Array>), err: collectText(proc.stderr as ReadableStream<Uint8Array>) };
 }
 
@@ -91,7 +102,14 @@ describe("client credentials", () => {
       const c = clientAuth === "basic" ? server.clients.basic : server.clients.post;
       let offset = 0;
       const { credential } = await credentialFor(
-        auth({ type: "oauth2_client_credentials", token_url: server.tokenUrl, client_id: c.id, client_secret: c.secret, scope: "api", client_auth: clientAuth }),
+        auth({
+          type: "oauth2_client_credentials",
+          token_url: server.tokenUrl,
+          client_id: c.id,
+          client_secret: c.secret,
+          scope: "api",
+          client_auth: clientAuth,
+        }),
         () => Date.now() + offset,
       );
       const before = await server.stats();
@@ -107,7 +125,9 @@ describe("client credentials", () => {
 
   test("20 concurrent calls on a credential without a token: one token request, 20 answers", async () => {
     const c = server.clients.basic;
-    const { credential } = await credentialFor(auth({ type: "oauth2_client_credentials", token_url: server.tokenUrl, client_id: c.id, client_secret: c.secret, scope: "api" }));
+    const { credential } = await credentialFor(
+      auth({ type: "oauth2_client_credentials", token_url: server.tokenUrl, client_id: c.id, client_secret: c.secret, scope: "api" }),
+    );
     const before = await server.stats();
     const client = clientOf(credential);
     const outcomes = await Promise.all(Array.from({ length: 20 }, () => client.call("whoami", {})));
@@ -118,7 +138,9 @@ describe("client credentials", () => {
 
   test("a wrong client secret: the provider refuses the client, the credential needs a new one, no retry", async () => {
     const c = server.clients.basic;
-    const { credential } = await credentialFor(auth({ type: "oauth2_client_credentials", token_url: server.tokenUrl, client_id: c.id, client_secret: "not-the-secret" }));
+    const { credential } = await credentialFor(
+      auth({ type: "oauth2_client_credentials", token_url: server.tokenUrl, client_id: c.id, client_secret: "not-the-secret" }),
+    );
     const before = await server.stats();
     expect(await call(credential)).toEqual({ kind: "auth_failed" });
     expect(credential.state()).toMatchObject({ state: "needs_grant", reason: "invalid_client" });
@@ -129,7 +151,13 @@ describe("client credentials", () => {
 
 describe("refresh tokens with rotation", () => {
   const rtConfig = (refreshToken: string) =>
-    auth({ type: "oauth2_refresh_token", token_url: server.tokenUrl, client_id: server.clients.refresh.id, client_secret: server.clients.refresh.secret, refresh_token: refreshToken });
+    auth({
+      type: "oauth2_refresh_token",
+      token_url: server.tokenUrl,
+      client_id: server.clients.refresh.id,
+      client_secret: server.clients.refresh.secret,
+      refresh_token: refreshToken,
+    });
 
   test("a refresh rotates the refresh token; the new one is stored and used for the next renewal", async () => {
     const initial = await server.newRefreshToken();
@@ -146,7 +174,10 @@ describe("refresh tokens with rotation", () => {
     // The provider consumed the older ones: presenting one again is a replay, refused.
     const replay = await fetch(server.tokenUrl, {
       method: "POST",
-      headers: { authorization: `Basic ${btoa(`${server.clients.refresh.id}:${server.clients.refresh.secret}`)}`, "content-type": "application/x-www-form-urlencoded" },
+      headers: {
+        authorization: `Basic ${btoa(`${server.clients.refresh.id}:${server.clients.refresh.secret}`)}`,
+        "content-type": "application/x-www-form-urlencoded",
+      },
       body: new URLSearchParams({ grant_type: "refresh_token", refresh_token: initial }),
     });
     expect(replay.status).toBe(400);

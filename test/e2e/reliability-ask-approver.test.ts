@@ -45,12 +45,20 @@ describe("pinned: faults the fuzzer found, and clients that stall", () => {
   const raw = (text: string, abortMs?: number) => send(ap.port, tls, [new TextEncoder().encode(text)], 0, abortMs, false);
 
   test("a Host header that is no host gets the route's answer, not a 500 INTERNAL", async () => {
-    for (const head of ["GET /v1/asks/K7Q2M4XZ3A HTTP/1.0\r\n", "GET /v1/asks/K7Q2M4XZ3A HTTP/1.1\r\nHost: a b\r\n", "GET /v1/asks/K7Q2M4XZ3A HTTP/1.1\r\nHost: [::1\r\n", "GET /v1/asks/K7Q2M4XZ3A HTTP/1.1\r\nHost: x:99999\r\n", "GET /v1/asks/K7Q2M4XZ3A HTTP/1.1\r\nHost: %zz\r\n"]) {
+    for (const head of [
+      "GET /v1/asks/K7Q2M4XZ3A HTTP/1.0\r\n",
+      "GET /v1/asks/K7Q2M4XZ3A HTTP/1.1\r\nHost: a b\r\n",
+      "GET /v1/asks/K7Q2M4XZ3A HTTP/1.1\r\nHost: [::1\r\n",
+      "GET /v1/asks/K7Q2M4XZ3A HTTP/1.1\r\nHost: x:99999\r\n",
+      "GET /v1/asks/K7Q2M4XZ3A HTTP/1.1\r\nHost: %zz\r\n",
+    ]) {
       const a = await raw(`${head}Connection: close\r\n\r\n`);
       expect("status" in a && [a.status, a.body]).toEqual([404, '{"error":"ASK_NOT_FOUND"}']);
     }
     const body = JSON.stringify({ approval_id: mintApprovalId(), provider_url: "https://provider.example/" });
-    const a = await raw(`POST /v1/asks/account HTTP/1.1\r\nHost: x:99999\r\nContent-Type: application/json\r\nContent-Length: ${body.length}\r\nConnection: close\r\n\r\n${body}`);
+    const a = await raw(
+      `POST /v1/asks/account HTTP/1.1\r\nHost: x:99999\r\nContent-Type: application/json\r\nContent-Length: ${body.length}\r\nConnection: close\r\n\r\n${body}`,
+    );
     expect("status" in a && a.status).toBe(201);
     expect(ap.err.text).not.toContain("fault");
   });
@@ -80,7 +88,9 @@ describe("pinned: faults the fuzzer found, and clients that stall", () => {
     try {
       const body = JSON.stringify({ approval_id: mintApprovalId(), provider_url: "https://provider.example/" });
       const t = performance.now();
-      const created = await raw(`POST /v1/asks/account HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\nContent-Length: ${body.length}\r\nConnection: close\r\n\r\n${body}`);
+      const created = await raw(
+        `POST /v1/asks/account HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\nContent-Length: ${body.length}\r\nConnection: close\r\n\r\n${body}`,
+      );
       const read = await raw(`GET /v1/asks/${mintApprovalId()} HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n`);
       expect("status" in created && created.status).toBe(201);
       expect("status" in read && read.body).toBe('{"error":"ASK_NOT_FOUND"}');
@@ -91,7 +101,7 @@ describe("pinned: faults the fuzzer found, and clients that stall", () => {
   });
 
   test("a client that goes away mid-body is not a server fault, and the approver keeps serving", async () => {
-    const a = await raw("POST /v1/asks/pay HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n{\"appr", 20);
+    const a = await raw('POST /v1/asks/pay HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n{"appr', 20);
     expect(a).toEqual({ none: "client gave up" });
     const after = await raw(`GET /v1/asks/${mintApprovalId()} HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n`);
     expect("status" in after && after.body).toBe('{"error":"ASK_NOT_FOUND"}');

@@ -64,23 +64,26 @@ function tlsApprover(answer: (socket: TLSSocket, body: Record<string, unknown>) 
 } {
   let requests = 0;
   const waiters: { n: number; wake: () => void }[] = [];
-  const server = createTlsServer({ cert: pems.approverCert, key: pems.approverKey, ca: pems.clientCa, requestCert: true, rejectUnauthorized: true }, (socket) => {
-    sockets.add(socket);
-    socket.on("error", () => {});
-    let buf = Buffer.alloc(0);
-    socket.on("data", (d: Buffer) => {
-      buf = Buffer.concat([buf, d]);
-      const end = buf.indexOf("\r\n\r\n");
-      if (end === -1) return;
-      const length = Number(/content-length: *(\d+)/i.exec(buf.subarray(0, end).toString("latin1"))?.[1] ?? 0);
-      if (buf.length < end + 4 + length) return;
-      const body = length > 0 ? (JSON.parse(buf.subarray(end + 4, end + 4 + length).toString("utf8")) as Record<string, unknown>) : {};
-      buf = Buffer.alloc(0);
-      requests++;
-      for (const w of waiters.filter((w) => w.n <= requests)) w.wake();
-      answer(socket, body);
-    });
-  });
+  const server = createTlsServer(
+    { cert: pems.approverCert, key: pems.approverKey, ca: pems.clientCa, requestCert: true, rejectUnauthorized: true },
+    (socket) => {
+      sockets.add(socket);
+      socket.on("error", () => {});
+      let buf = Buffer.alloc(0);
+      socket.on("data", (d: Buffer) => {
+        buf = Buffer.concat([buf, d]);
+        const end = buf.indexOf("\r\n\r\n");
+        if (end === -1) return;
+        const length = Number(/content-length: *(\d+)/i.exec(buf.subarray(0, end).toString("latin1"))?.[1] ?? 0);
+        if (buf.length < end + 4 + length) return;
+        const body = length > 0 ? (JSON.parse(buf.subarray(end + 4, end + 4 + length).toString("utf8")) as Record<string, unknown>) : {};
+        buf = Buffer.alloc(0);
+        requests++;
+        for (const w of waiters.filter((w) => w.n <= requests)) w.wake();
+        answer(socket, body);
+      });
+    },
+  );
   const arrived = (n: number) =>
     new Promise<void>((wake) => {
       if (requests >= n) wake();

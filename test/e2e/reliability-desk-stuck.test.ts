@@ -291,7 +291,10 @@ describe("the desk against stuck and dribbling upstreams (binary)", () => {
       // 20 failed calls an hour per key: 13 keys carry the 260 stuck calls.
       const keys: string[] = [];
       for (let i = 0; i < 14; i++) {
-        keys.push((await adminJson(desk, "POST", "/admin/keys", { org_id: org, budget_mc: 1_000_000, reset: "none", allow: ["silent__echo", "fast__echo"] })).secret as string);
+        keys.push(
+          (await adminJson(desk, "POST", "/admin/keys", { org_id: org, budget_mc: 1_000_000, reset: "none", allow: ["silent__echo", "fast__echo"] }))
+            .secret as string,
+        );
       }
       expect((await callTool(desk.url, keys[0]!, "silent__echo", { text: "warm" })).status).toBe(200);
       await silent.setMode("silent");

@@ -63,11 +63,17 @@ describe("Node's OpenSSL as the client of the approver", () => {
     // The approver's name is checked by OpenSSL: a name not in its SANs is refused.
     expect(await request(approver.port, { ...client, servername: "evil.example" })).toEqual({ answered: false, code: "ERR_TLS_CERT_ALTNAME_INVALID" });
     // The approver is not trusted under another approver CA.
-    expect(await request(approver.port, { ...client, ca: file(other, "approver-ca.pem") })).toEqual({ answered: false, code: "UNABLE_TO_VERIFY_LEAF_SIGNATURE" });
+    expect(await request(approver.port, { ...client, ca: file(other, "approver-ca.pem") })).toEqual({
+      answered: false,
+      code: "UNABLE_TO_VERIFY_LEAF_SIGNATURE",
+    });
     // The approver refuses a client with no certificate (a TLS 1.3 alert), and one from another
     // client CA or its own certificate (it resets the connection after the handshake).
     expect(await request(approver.port, {})).toEqual({ answered: false, code: "ERR_SSL_TLSV13_ALERT_CERTIFICATE_REQUIRED" });
-    for (const refused of [{ cert: file(other, "client.pem"), key: file(other, "client.key") }, { cert: file(certs, "approver.pem"), key: file(certs, "approver.key") }]) {
+    for (const refused of [
+      { cert: file(other, "client.pem"), key: file(other, "client.key") },
+      { cert: file(certs, "approver.pem"), key: file(certs, "approver.key") },
+    ]) {
       expect(await request(approver.port, refused)).toEqual({ answered: false, code: expect.stringMatching(/^(ECONNRESET|EPIPE|ERR_SSL_)/) });
     }
     expect(approver.err.text).not.toContain("internal fault");

@@ -50,7 +50,8 @@ describe("verify-receipt --jsonl on an export of decision records", () => {
     const dropped = await run(`${[exportLines[0], ...exportLines.slice(2)].join("\n")}\n`);
     expect(dropped).toEqual({
       code: 1,
-      stdout: "line 2: FAILED chain: seq 3 after seq 1; expected seq 2 (a record is missing or out of order)\n5 decision records: 5 ok, 0 failed; 1 chain break\n",
+      stdout:
+        "line 2: FAILED chain: seq 3 after seq 1; expected seq 2 (a record is missing or out of order)\n5 decision records: 5 ok, 0 failed; 1 chain break\n",
       stderr: "ask-only: error: the export did not verify\n",
     });
     const swapped = await run(`${[exportLines[1], exportLines[0], ...exportLines.slice(2)].join("\n")}\n`);

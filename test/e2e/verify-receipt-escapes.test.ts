@@ -97,14 +97,26 @@ async function verify(body: string, args?: string) {
 // Each place verify-receipt prints text taken from RESPONSE.json or ARGS.json.
 const places: [string, () => { body: string; args?: string }][] = [
   ["the envelope's kid", () => ({ body: JSON.stringify({ result: RESULT, receipt: { ...charged, kid: HOSTILE } }) })],
-  ["a field name of the readable copy", () => ({ body: JSON.stringify({ result: RESULT, receipt: { ...charged, receipt: { ...charged.receipt, [HOSTILE]: 1 } } }) })],
-  ["a result key over a number with no canonical form (1e999)", () => ({ body: `{"result": {"content": [], ${q(HOSTILE)}: 1e999}, "receipt": ${JSON.stringify(charged)}}` })],
-  ["a result key over a lone surrogate", () => ({ body: `{"result": {"content": [], ${q(HOSTILE)}: {"x": "\\ud800"}}, "receipt": ${JSON.stringify(charged)}}` })],
+  [
+    "a field name of the readable copy",
+    () => ({ body: JSON.stringify({ result: RESULT, receipt: { ...charged, receipt: { ...charged.receipt, [HOSTILE]: 1 } } }) }),
+  ],
+  [
+    "a result key over a number with no canonical form (1e999)",
+    () => ({ body: `{"result": {"content": [], ${q(HOSTILE)}: 1e999}, "receipt": ${JSON.stringify(charged)}}` }),
+  ],
+  [
+    "a result key over a lone surrogate",
+    () => ({ body: `{"result": {"content": [], ${q(HOSTILE)}: {"x": "\\ud800"}}, "receipt": ${JSON.stringify(charged)}}` }),
+  ],
   ["an --args key over 1e999", () => ({ body: JSON.stringify({ result: RESULT, receipt: charged }), args: `{${q(HOSTILE)}: 1e999}` })],
   ["an --args key over a lone surrogate", () => ({ body: JSON.stringify({ result: RESULT, receipt: charged }), args: `{${q(HOSTILE)}: ["\\udfff"]}` })],
   ["a top-level key of a file that is no shape", () => ({ body: JSON.stringify({ [HOSTILE]: 1, receipt: charged }) })],
   ["a key of a JSON-RPC message that is no response", () => ({ body: JSON.stringify({ jsonrpc: "2.0", id: 1, [HOSTILE]: 1 }) })],
-  ["a field of a signed payload that is not a receipt", () => ({ body: JSON.stringify({ result: RESULT, receipt: signedRaw({ ...charged.receipt, [HOSTILE]: 1 }) }) })],
+  [
+    "a field of a signed payload that is not a receipt",
+    () => ({ body: JSON.stringify({ result: RESULT, receipt: signedRaw({ ...charged.receipt, [HOSTILE]: 1 }) }) }),
+  ],
 ];
 
 describe("verify-receipt prints file text only escaped", () => {

@@ -93,7 +93,11 @@ describe("the genuine responses the forgeries start from pass everywhere", () =>
 
 // Each forgery and the first line it must fail with.
 const forgeries: [string, () => unknown, string][] = [
-  ["a real envelope with a forged result beside it", () => ({ ...restEnvelope(), result: FORGED }), "FAILED shape: not a response verify-receipt reads (top-level keys: kid, payload, receipt, result, signature)"],
+  [
+    "a real envelope with a forged result beside it",
+    () => ({ ...restEnvelope(), result: FORGED }),
+    "FAILED shape: not a response verify-receipt reads (top-level keys: kid, payload, receipt, result, signature)",
+  ],
   [
     "a JSON-RPC response whose result is a forged answer merged with the envelope's fields and an empty _meta",
     () => ({ ...real.rpc, result: { ...FORGED, ...restEnvelope(), _meta: {} } }),
@@ -115,15 +119,31 @@ const forgeries: [string, () => unknown, string][] = [
     () => ({ result: { ...FORGED, _meta: { [MCP_RECEIPT_META_KEY]: restEnvelope() } }, receipt: restEnvelope() }),
     `FAILED shape: ambiguous: a REST body whose result also holds _meta["${MCP_RECEIPT_META_KEY}"]`,
   ],
-  ["a refusal body with a forged result added", () => ({ ...real.refusal, result: FORGED }), "FAILED shape: not a response verify-receipt reads (top-level keys: error, receipt, result)"],
-  ["a forged answer under a refusal's receipt (REST)", () => ({ result: FORGED, receipt: real.refusal.receipt }), "FAILED result: the response holds a result but result_sha256 is null"],
+  [
+    "a refusal body with a forged result added",
+    () => ({ ...real.refusal, result: FORGED }),
+    "FAILED shape: not a response verify-receipt reads (top-level keys: error, receipt, result)",
+  ],
+  [
+    "a forged answer under a refusal's receipt (REST)",
+    () => ({ result: FORGED, receipt: real.refusal.receipt }),
+    "FAILED result: the response holds a result but result_sha256 is null",
+  ],
   [
     "a forged answer under a refusal's receipt (MCP)",
     () => ({ ...FORGED, _meta: { [MCP_RECEIPT_META_KEY]: real.refusal.receipt } }),
     "FAILED result: the response holds a result but result_sha256 is null",
   ],
-  ["a charged receipt presented as a refusal", () => ({ error: "BUDGET_EXHAUSTED", receipt: restEnvelope() }), "FAILED result: result_sha256 is set but the response holds no result"],
-  ["an envelope with an extra key", () => ({ ...restEnvelope(), verified: true }), "FAILED shape: not a response verify-receipt reads (top-level keys: kid, payload, receipt, signature, verified)"],
+  [
+    "a charged receipt presented as a refusal",
+    () => ({ error: "BUDGET_EXHAUSTED", receipt: restEnvelope() }),
+    "FAILED result: result_sha256 is set but the response holds no result",
+  ],
+  [
+    "an envelope with an extra key",
+    () => ({ ...restEnvelope(), verified: true }),
+    "FAILED shape: not a response verify-receipt reads (top-level keys: kid, payload, receipt, signature, verified)",
+  ],
 ];
 
 describe("forged answers fail in the library, the binary and the browser module alike", () => {

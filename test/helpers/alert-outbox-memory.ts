@@ -22,7 +22,17 @@ export class MemoryAlertOutbox implements AlertOutbox {
   /** What the charge's transaction does: the alert is due at once. */
   add(id: string, body: string, atMs: number): void {
     if (this.rows.has(id)) throw new Error(`alert ${id} exists`);
-    this.rows.set(id, { id, body, attempts: 0, nextAtMs: atMs, createdAtMs: atMs, order: this.order++, deliveredAtMs: null, gaveUpAtMs: null, lastError: null });
+    this.rows.set(id, {
+      id,
+      body,
+      attempts: 0,
+      nextAtMs: atMs,
+      createdAtMs: atMs,
+      order: this.order++,
+      deliveredAtMs: null,
+      gaveUpAtMs: null,
+      lastError: null,
+    });
   }
 
   async claimDue(nowMs: number, limit: number, leaseUntilMs: number): Promise<OutboxAlert[]> {

@@ -13,10 +13,7 @@ process.stdout.write("ready\n");
 await Bun.stdin.text();
 
 const outcomes = ids.map((approval_id) => {
-  const result = ledger.create(
-    { kind: "pay", approval_id, ...PAY_FIELDS },
-    { ttlMs: 600_000, maxPending: Number(maxPending) },
-  );
+  const result = ledger.create({ kind: "pay", approval_id, ...PAY_FIELDS }, { ttlMs: 600_000, maxPending: Number(maxPending) });
   return result.ok ? "ok" : result.code;
 });
 ledger.close();

@@ -15,10 +15,7 @@ export function testEnv(extra: Record<string, string> = {}): Record<string, stri
 
 export type RunResult = { code: number; stdout: string; stderr: string };
 
-export async function runBinary(
-  args: string[],
-  options: { env?: Record<string, string>; cwd?: string; stdin?: string } = {},
-): Promise<RunResult> {
+export async function runBinary(args: string[], options: { env?: Record<string, string>; cwd?: string; stdin?: string } = {}): Promise<RunResult> {
   const proc = Bun.spawn([BINARY, ...args], {
     env: testEnv(options.env),
     cwd: options.cwd,
@@ -26,10 +23,6 @@ export async function runBinary(
     stdout: "pipe",
     stderr: "pipe",
   });
-  const [stdout, stderr, code] = await Promise.all([
-    new Response(proc.stdout).text(),
-    new Response(proc.stderr).text(),
-    proc.exited,
-  ]);
+  const [stdout, stderr, code] = await Promise.all([new Response(proc.stdout).text(), new Response(proc.stderr).text(), proc.exited]);
   return { code, stdout, stderr };
 }

@@ -3,10 +3,7 @@ import { writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { generateDeskCertificates, generateLinkCertificates } from "../../src/core/tls/generate.ts";
 
-export type LinkPems = Record<
-  "approverCa" | "clientCa" | "approverCert" | "approverKey" | "clientCert" | "clientKey",
-  string
->;
+export type LinkPems = Record<"approverCa" | "clientCa" | "approverCert" | "approverKey" | "clientCert" | "clientKey", string>;
 
 const FILE_OF: Record<keyof LinkPems, string> = {
   approverCa: "approver-ca.pem",

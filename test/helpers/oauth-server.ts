@@ -76,7 +76,15 @@ export async function startOAuthServer(): Promise<OAuthServer> {
         at = new URL(location, at);
       }
       const callback = oauth.validateAuthResponse(as, { client_id: rt.id }, at, oauth.expectNoState);
-      const res = await oauth.authorizationCodeGrantRequest(as, { client_id: rt.id }, oauth.ClientSecretBasic(rt.secret), callback, rt.redirect, verifier, insecure);
+      const res = await oauth.authorizationCodeGrantRequest(
+        as,
+        { client_id: rt.id },
+        oauth.ClientSecretBasic(rt.secret),
+        callback,
+        rt.redirect,
+        verifier,
+        insecure,
+      );
       const tokens = await oauth.processAuthorizationCodeResponse(as, { client_id: rt.id }, res);
       if (tokens.refresh_token === undefined) throw new Error("no refresh token was issued");
       return tokens.refresh_token;

@@ -6,7 +6,10 @@ import { periodOf, type Reset } from "../../src/core/desk/period.ts";
 import { chainLinkAfter, type Envelope, type Outcome, type Receipt, type ReceiptSigner, sha256Hex } from "../../src/core/receipt/index.ts";
 
 export type ReceiptEvent = { kind: "receipt"; key: string; at: string; outcome: Outcome; tool: string; price: number; upstream: number; amount?: number };
-export type RecordEvent = { kind: "record"; at: string } & ({ type: "topup"; amount: number; reference?: string } | { type: "budget_set"; budget: number | null });
+export type RecordEvent = { kind: "record"; at: string } & (
+  | { type: "topup"; amount: number; reference?: string }
+  | { type: "budget_set"; budget: number | null }
+);
 export type HistoryEvent = ReceiptEvent | RecordEvent;
 
 export type OrgHistory = {
@@ -64,7 +67,13 @@ export function orgHistory(signer: ReceiptSigner, orgId: string, reset: Reset, k
       const common = { id: `orec_${String(n).padStart(16, "0")}`, issued_at: e.at, org_id: orgId, reset, ...link };
       const envelope: OrgRecordEnvelope =
         e.type === "topup"
-          ? signOrgRecord(signer, { ...common, type: "topup", amount_mc: e.amount, budget_mc: (previousBudget ?? 0) + e.amount, reference: e.reference ?? `ref-${n}` })
+          ? signOrgRecord(signer, {
+              ...common,
+              type: "topup",
+              amount_mc: e.amount,
+              budget_mc: (previousBudget ?? 0) + e.amount,
+              reference: e.reference ?? `ref-${n}`,
+            })
           : signOrgRecord(signer, { ...common, type: "budget_set", amount_mc: 0, budget_mc: e.budget, reference: null });
       lastRecord = envelope.record;
       out.records.push({ envelope, record: envelope.record });

@@ -121,7 +121,9 @@ let databaseCount = 0;
 
 /** Whether `pid` runs (an exited child not yet reaped does not). */
 function isRunning(pid: number): boolean {
-  const stat = Bun.spawnSync(["ps", "-o", "stat=", "-p", String(pid)]).stdout.toString().trim();
+  const stat = Bun.spawnSync(["ps", "-o", "stat=", "-p", String(pid)])
+    .stdout.toString()
+    .trim();
   return stat !== "" && !stat.startsWith("Z");
 }
 
@@ -252,10 +254,7 @@ export class PostgresServer {
       const proc = this.spawnAsServer([postgres, "-D", join(this.root, "data"), ...this.settings(port)]);
       const log = new ServerLog(proc.stderr as ReadableStream<Uint8Array>);
       new Response(proc.stdout).text().catch(() => {});
-      const ready = await Promise.race([
-        log.until(/database system is ready to accept connections/).then(() => true),
-        proc.exited.then(() => false),
-      ]);
+      const ready = await Promise.race([log.until(/database system is ready to accept connections/).then(() => true), proc.exited.then(() => false)]);
       if (ready) {
         this.proc = proc;
         this.log = log;
@@ -301,7 +300,12 @@ export class PostgresServer {
   private processTree(): number[] {
     const root = this.proc?.pid;
     if (root === undefined) return [];
-    const children = Bun.spawnSync(["ps", "-o", "pid=", "--ppid", String(root)]).stdout.toString().trim().split(/\s+/).filter(Boolean).map(Number);
+    const children = Bun.spawnSync(["ps", "-o", "pid=", "--ppid", String(root)])
+      .stdout.toString()
+      .trim()
+      .split(/\s+/)
+      .filter(Boolean)
+      .map(Number);
     return [root, ...children];
   }
 

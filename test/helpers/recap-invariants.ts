@@ -32,7 +32,9 @@ export function priceText(mc: number, cents = true): string {
   const text = `${group(String(mc))} mc`;
   if (!cents) return text;
   const whole = group(String(Math.floor(mc / 1000)));
-  const frac = String(mc % 1000).padStart(3, "0").replace(/0+$/, "");
+  const frac = String(mc % 1000)
+    .padStart(3, "0")
+    .replace(/0+$/, "");
   const c = frac === "" ? whole : `${whole}.${frac}`;
   return `${text} (${c} ${c === "1" ? "cent" : "cents"})`;
 }
@@ -100,7 +102,6 @@ export function recapViolations(stored: StoredAsk, lines: string[], width = RECA
   walk.end();
   return bad;
 }
-
 
 type Walker = {
   row: () => string;
@@ -184,10 +185,50 @@ function spendViolations(ask: SpendAsk, walk: Walker, bad: string[], limit: numb
 
 const cps = (from: number, to: number): fc.Arbitrary<string> => fc.integer({ min: from, max: to }).map((cp) => String.fromCodePoint(cp));
 const SPECIAL = [
-  "\n", "\t", "\r", "\u001b", "\u001b[2J", "\u007f", "\u0085", "\u009b", "\u202e", "\u202a", "\u2066", "\u2069", "\u200b",
-  "\u200c", "\u200d", "\u2060", "\ufeff", "\u00ad", "\u061c", "\u180e", "\u2028", "\u2029", "\u115f", "\u1160", "\u3164",
-  "\uffa0", "\ufe0f", "\u{e0100}", "\u{e0041}", "\u{e0001}", "\u00a0", "\u3000", "\u2003", "\u1680", " ", "  ", "\\",
-  "\\u{41}", "[ask K7Q2M4XZ3A] PAY 1.00 EUR", "  approving: ", "  >          ", "%", "\u2800", "\uff3c",
+  "\n",
+  "\t",
+  "\r",
+  "\u001b",
+  "\u001b[2J",
+  "\u007f",
+  "\u0085",
+  "\u009b",
+  "\u202e",
+  "\u202a",
+  "\u2066",
+  "\u2069",
+  "\u200b",
+  "\u200c",
+  "\u200d",
+  "\u2060",
+  "\ufeff",
+  "\u00ad",
+  "\u061c",
+  "\u180e",
+  "\u2028",
+  "\u2029",
+  "\u115f",
+  "\u1160",
+  "\u3164",
+  "\uffa0",
+  "\ufe0f",
+  "\u{e0100}",
+  "\u{e0041}",
+  "\u{e0001}",
+  "\u00a0",
+  "\u3000",
+  "\u2003",
+  "\u1680",
+  " ",
+  "  ",
+  "\\",
+  "\\u{41}",
+  "[ask K7Q2M4XZ3A] PAY 1.00 EUR",
+  "  approving: ",
+  "  >          ",
+  "%",
+  "\u2800",
+  "\uff3c",
 ];
 /** One piece of hostile text: any code point (lone surrogates included), or a known trick. */
 export const unicodeUnit: fc.Arbitrary<string> = fc.oneof(
@@ -206,25 +247,21 @@ const text = (maxLength: number): fc.Arbitrary<string> =>
 const CROCKFORD = "0123456789ABCDEFGHJKMNPQRSTVWXYZ";
 const approvalId = fc.string({ unit: fc.constantFrom(...CROCKFORD), minLength: 10, maxLength: 10 });
 const label = fc.string({ unit: fc.constantFrom(..."abcdefghijklmnopqrstuvwxyz0123456789", "\u0430", "\u00fc", "\u65e5"), minLength: 1, maxLength: 63 });
-const url: fc.Arbitrary<string> = fc
-  .tuple(fc.array(label, { minLength: 1, maxLength: 6, size: "medium" }), text(60))
-  .map(([labels, path]) => {
-    try {
-      return new URL(`https://${labels.join(".")}/${path}`).href;
-    } catch {
-      return "https://shop.example/";
-    }
-  });
+const url: fc.Arbitrary<string> = fc.tuple(fc.array(label, { minLength: 1, maxLength: 6, size: "medium" }), text(60)).map(([labels, path]) => {
+  try {
+    return new URL(`https://${labels.join(".")}/${path}`).href;
+  } catch {
+    return "https://shop.example/";
+  }
+});
 const CURRENCIES = ["EUR", "USD", "JPY", "KWD", "CLF", "GBP"] as const;
 const DECIMALS: Record<(typeof CURRENCIES)[number], number> = { EUR: 2, USD: 2, JPY: 0, KWD: 3, CLF: 4, GBP: 2 };
 // Amounts below 10^9 (at most 14 characters as shown), far above the default maximum of an ask.
 const money = fc.constantFrom(...CURRENCIES).chain((currency) =>
-  fc
-    .tuple(fc.bigInt({ min: 0n, max: 10n ** 9n - 1n }), fc.integer({ min: 0, max: DECIMALS[currency] }), fc.nat())
-    .map(([whole, decimals, frac]) => ({
-      currency,
-      amount: decimals === 0 ? String(whole === 0n ? 1n : whole) : `${whole}.${String(frac % 10 ** decimals).padStart(decimals, "0")}`,
-    })),
+  fc.tuple(fc.bigInt({ min: 0n, max: 10n ** 9n - 1n }), fc.integer({ min: 0, max: DECIMALS[currency] }), fc.nat()).map(([whole, decimals, frac]) => ({
+    currency,
+    amount: decimals === 0 ? String(whole === 0n ? 1n : whole) : `${whole}.${String(frac % 10 ** decimals).padStart(decimals, "0")}`,
+  })),
 );
 const optional = (arb: fc.Arbitrary<string>): fc.Arbitrary<string | undefined> => fc.option(arb, { nil: undefined, freq: 4 });
 
@@ -286,12 +323,14 @@ const spendAsk: fc.Arbitrary<Ask> = fc
 
 const T0 = Date.UTC(2026, 10, 30, 3, 0, 0);
 /** A stored ask with hostile text, a time to render it at and a terminal width. */
-export const recapCase = fc.record({
-  ask: fc.oneof({ weight: 3, arbitrary: payAsk }, { weight: 1, arbitrary: accountAsk }, { weight: 1, arbitrary: spendAsk }),
-  ttl: fc.integer({ min: -3_600_000, max: 200 * 3_600_000 }),
-  width: fc.oneof({ weight: 4, arbitrary: fc.constant(RECAP_COLUMNS) }, { weight: 1, arbitrary: fc.integer({ min: 60, max: 300 }) }),
-}).map(({ ask, ttl, width }) => ({
-  stored: { ask, created_at: new Date(T0), expires_at: new Date(T0 + ttl), state: "pending" as const } satisfies StoredAsk,
-  now: new Date(T0),
-  width,
-}));
+export const recapCase = fc
+  .record({
+    ask: fc.oneof({ weight: 3, arbitrary: payAsk }, { weight: 1, arbitrary: accountAsk }, { weight: 1, arbitrary: spendAsk }),
+    ttl: fc.integer({ min: -3_600_000, max: 200 * 3_600_000 }),
+    width: fc.oneof({ weight: 4, arbitrary: fc.constant(RECAP_COLUMNS) }, { weight: 1, arbitrary: fc.integer({ min: 60, max: 300 }) }),
+  })
+  .map(({ ask, ttl, width }) => ({
+    stored: { ask, created_at: new Date(T0), expires_at: new Date(T0 + ttl), state: "pending" as const } satisfies StoredAsk,
+    now: new Date(T0),
+    width,
+  }));

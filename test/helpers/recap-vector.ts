@@ -104,23 +104,23 @@ export function parseRecapVector(text: string): RecapVector {
           preview_cut: bool("cut"),
         }
       : kind === "pay"
-      ? {
-          kind,
-          approval_id: id,
-          merchant: str("merchant"),
-          amount: str("amount"),
-          currency: str("currency"),
-          card_handle: str("card"),
-          checkout_url: str("checkout"),
-          ...(reason === undefined ? {} : { reason }),
-        }
-      : {
-          kind,
-          approval_id: id,
-          provider_url: str("provider"),
-          ...(headers.has("identity") ? { identity_handle: str("identity") } : {}),
-          ...(reason === undefined ? {} : { reason }),
-        };
+        ? {
+            kind,
+            approval_id: id,
+            merchant: str("merchant"),
+            amount: str("amount"),
+            currency: str("currency"),
+            card_handle: str("card"),
+            checkout_url: str("checkout"),
+            ...(reason === undefined ? {} : { reason }),
+          }
+        : {
+            kind,
+            approval_id: id,
+            provider_url: str("provider"),
+            ...(headers.has("identity") ? { identity_handle: str("identity") } : {}),
+            ...(reason === undefined ? {} : { reason }),
+          };
   const stored: StoredAsk = { ask, created_at: date("created", str("created")), expires_at: date("expires", str("expires")), state };
   return { stored, now: date("now", str("now")), width, note: opt("note") ?? "", expected };
 }

@@ -59,11 +59,26 @@ describe("operator API", () => {
     const org = ((await (await t.admin("POST", "/admin/orgs", { name: "k" })).json()) as { org_id: string }).org_id;
     const bad: [Record<string, unknown>, Record<string, string>][] = [
       [{ org_id: "org_nope", budget_mc: 1, reset: "none", allow: [] }, { error: "ORG_UNKNOWN" }],
-      [{ org_id: org, budget_mc: -1, reset: "none", allow: [] }, { error: "VALUE_INVALID", field: "budget_mc" }],
-      [{ org_id: org, budget_mc: 1.5, reset: "none", allow: [] }, { error: "VALUE_INVALID", field: "budget_mc" }],
-      [{ org_id: org, budget_mc: 1, reset: "weekly", allow: [] }, { error: "VALUE_INVALID", field: "reset" }],
-      [{ org_id: org, budget_mc: 1, reset: "none", allow: "fx__echo" }, { error: "VALUE_INVALID", field: "allow" }],
-      [{ org_id: org, budget_mc: 1, reset: "none", allow: [], expires_at: "tomorrow" }, { error: "VALUE_INVALID", field: "expires_at" }],
+      [
+        { org_id: org, budget_mc: -1, reset: "none", allow: [] },
+        { error: "VALUE_INVALID", field: "budget_mc" },
+      ],
+      [
+        { org_id: org, budget_mc: 1.5, reset: "none", allow: [] },
+        { error: "VALUE_INVALID", field: "budget_mc" },
+      ],
+      [
+        { org_id: org, budget_mc: 1, reset: "weekly", allow: [] },
+        { error: "VALUE_INVALID", field: "reset" },
+      ],
+      [
+        { org_id: org, budget_mc: 1, reset: "none", allow: "fx__echo" },
+        { error: "VALUE_INVALID", field: "allow" },
+      ],
+      [
+        { org_id: org, budget_mc: 1, reset: "none", allow: [], expires_at: "tomorrow" },
+        { error: "VALUE_INVALID", field: "expires_at" },
+      ],
     ];
     for (const [body, answer] of bad) expect(await (await t.admin("POST", "/admin/keys", body)).json()).toEqual(answer);
   });
@@ -130,7 +145,17 @@ describe("operator API", () => {
     clock.advance(-1000);
     const rows = (await (await t.admin("GET", `/admin/audit?key_id=${k.keyId}`)).json()) as Record<string, unknown>[];
     expect(rows).toEqual([
-      expect.objectContaining({ at: "2026-11-30T12:00:00.000Z", org_id: k.orgId, key_id: k.keyId, tool: "fx__echo", outcome: "charged", http_status: 200, price_mc: 1000, upstream_cost_mc: 100, margin_mc: 900 }),
+      expect.objectContaining({
+        at: "2026-11-30T12:00:00.000Z",
+        org_id: k.orgId,
+        key_id: k.keyId,
+        tool: "fx__echo",
+        outcome: "charged",
+        http_status: 200,
+        price_mc: 1000,
+        upstream_cost_mc: 100,
+        margin_mc: 900,
+      }),
       expect.objectContaining({ at: "2026-11-30T12:00:01.000Z", outcome: "refused_budget", http_status: 402, margin_mc: 0 }),
     ]);
     const since = (await (await t.admin("GET", `/admin/audit?key_id=${k.keyId}&since=2026-11-30T12:00:01Z`)).json()) as unknown[];
@@ -141,7 +166,9 @@ describe("operator API", () => {
   test("a receipt is visible only inside its organization; the admin sees all", async () => {
     const a = await t.makeKey({ budget_mc: 5000, reset: "none", allow: ["fx__echo"] });
     const orgB = ((await (await t.admin("POST", "/admin/orgs", { name: "B" })).json()) as { org_id: string }).org_id;
-    const b = (await (await t.admin("POST", "/admin/keys", { org_id: orgB, budget_mc: 5000, reset: "none", allow: ["fx__echo"] })).json()) as { secret: string };
+    const b = (await (await t.admin("POST", "/admin/keys", { org_id: orgB, budget_mc: 5000, reset: "none", allow: ["fx__echo"] })).json()) as {
+      secret: string;
+    };
     const r = await t.call(a.secret, "fx__echo", { text: "mine" });
     const id = r.headers.get("x-clearing-receipt-id")!;
     const mine = await get(`/v1/receipts/${id}`, a.secret);
@@ -174,7 +201,9 @@ describe("operator API", () => {
   test("request shape: JSON only, a size limit, and x-clearing headers on every /v1/tools answer", async () => {
     const k = await t.makeKey({ budget_mc: 5000, reset: "none", allow: ["fx__echo"] });
     const send = (body: BodyInit, type = "application/json") =>
-      t.handler(new Request("http://desk.test/v1/tools/fx__echo", { method: "POST", headers: { authorization: `Bearer ${k.secret}`, "content-type": type }, body }));
+      t.handler(
+        new Request("http://desk.test/v1/tools/fx__echo", { method: "POST", headers: { authorization: `Bearer ${k.secret}`, "content-type": type }, body }),
+      );
     const cases: [Response, number, string][] = [
       [await send('{"text":"x"}', "text/plain"), 415, "CONTENT_TYPE_INVALID"],
       [await send("{not json"), 400, "BODY_INVALID"],
@@ -188,14 +217,26 @@ describe("operator API", () => {
     }
     expect((await get("/v1/nothing")).status).toBe(404);
     const wrongMethod = await get("/v1/tools/fx__echo", k.secret);
-    expect([wrongMethod.status, await wrongMethod.json(), wrongMethod.headers.get("x-clearing-outcome")]).toEqual([404, { error: "NOT_FOUND" }, "refused_request"]);
+    expect([wrongMethod.status, await wrongMethod.json(), wrongMethod.headers.get("x-clearing-outcome")]).toEqual([
+      404,
+      { error: "NOT_FOUND" },
+      "refused_request",
+    ]);
     const badEscape = await t.handler(
-      new Request("http://desk.test/v1/tools/%E0%A4%A", { method: "POST", headers: { authorization: `Bearer ${k.secret}`, "content-type": "application/json" }, body: "{}" }),
+      new Request("http://desk.test/v1/tools/%E0%A4%A", {
+        method: "POST",
+        headers: { authorization: `Bearer ${k.secret}`, "content-type": "application/json" },
+        body: "{}",
+      }),
     );
     expect([badEscape.status, await badEscape.json(), badEscape.headers.get("x-clearing-price-mc")]).toEqual([404, { error: "NOT_FOUND" }, "0"]);
     // No tool name at all is an unknown tool, headers included.
     const noName = await t.handler(
-      new Request("http://desk.test/v1/tools/", { method: "POST", headers: { authorization: `Bearer ${k.secret}`, "content-type": "application/json" }, body: "{}" }),
+      new Request("http://desk.test/v1/tools/", {
+        method: "POST",
+        headers: { authorization: `Bearer ${k.secret}`, "content-type": "application/json" },
+        body: "{}",
+      }),
     );
     expect([noName.status, await noName.json(), noName.headers.get("x-clearing-outcome")]).toEqual([404, { error: "TOOL_UNKNOWN" }, "refused_tool_unknown"]);
     expect(await (await t.admin("GET", "/admin/keys/%E0%A4%A")).json()).toEqual({ error: "NOT_FOUND" });
@@ -204,11 +245,26 @@ describe("operator API", () => {
 
   test("upstreams: names are checked, duplicates refused, an unreachable one is not stored", async () => {
     const bad = [
-      [{ name: "Fx", url: fx.url }, { error: "VALUE_INVALID", field: "name" }],
-      [{ name: "x".repeat(33), url: fx.url }, { error: "VALUE_INVALID", field: "name" }],
-      [{ name: "ok", url: "ftp://127.0.0.1/" }, { error: "VALUE_INVALID", field: "url" }],
-      [{ name: "ok", url: "http://user:pw@127.0.0.1/" }, { error: "VALUE_INVALID", field: "url" }],
-      [{ name: "ok", url: fx.url, headers: { "mcp-session-id": "x" } }, { error: "VALUE_INVALID", field: "headers" }],
+      [
+        { name: "Fx", url: fx.url },
+        { error: "VALUE_INVALID", field: "name" },
+      ],
+      [
+        { name: "x".repeat(33), url: fx.url },
+        { error: "VALUE_INVALID", field: "name" },
+      ],
+      [
+        { name: "ok", url: "ftp://127.0.0.1/" },
+        { error: "VALUE_INVALID", field: "url" },
+      ],
+      [
+        { name: "ok", url: "http://user:pw@127.0.0.1/" },
+        { error: "VALUE_INVALID", field: "url" },
+      ],
+      [
+        { name: "ok", url: fx.url, headers: { "mcp-session-id": "x" } },
+        { error: "VALUE_INVALID", field: "headers" },
+      ],
       [{ name: "fx", url: fx.url }, { error: "UPSTREAM_EXISTS" }],
       [{ name: "down", url: "http://127.0.0.1:9/mcp" }, { error: "UPSTREAM_UNREACHABLE" }],
     ] as const;

@@ -70,8 +70,16 @@ describe("request bodies over a socket", () => {
     });
 
     test(`${framing}: application/json with another charset is CONTENT_TYPE_INVALID`, async () => {
-      expect(await send("{}", framing, "application/json; charset=latin1")).toEqual({ status: 415, body: { error: "CONTENT_TYPE_INVALID" }, outcome: "refused_request" });
-      expect(await send("{}", framing, "application/json; charset=utf-8")).toEqual({ status: 404, body: { error: "TOOL_UNKNOWN" }, outcome: "refused_tool_unknown" });
+      expect(await send("{}", framing, "application/json; charset=latin1")).toEqual({
+        status: 415,
+        body: { error: "CONTENT_TYPE_INVALID" },
+        outcome: "refused_request",
+      });
+      expect(await send("{}", framing, "application/json; charset=utf-8")).toEqual({
+        status: 404,
+        body: { error: "TOOL_UNKNOWN" },
+        outcome: "refused_tool_unknown",
+      });
     });
 
     test(`${framing}: one byte over the limit is BODY_TOO_LARGE and nothing is recorded`, async () => {

@@ -43,7 +43,9 @@ describe("PATCH budget_mc across a reset", () => {
       expect(lowered.body).toMatchObject({ budget_mc: 1000, spent_mc: 0, remaining_mc: 1000, period: newPeriod });
       expect(await t.ledger.keys.get(k.keyId)).toMatchObject({ period: newPeriod, spentMc: 0, budgetMc: 1000 });
       // The old period's spend is kept where refunds and desk check find it.
-      expect(t.ledger.testOnlyDatabase().query("SELECT period, spent_mc FROM spend WHERE key_id = ? ORDER BY period").all(k.keyId)).toEqual([{ period: oldPeriod, spent_mc: 3000 }]);
+      expect(t.ledger.testOnlyDatabase().query("SELECT period, spent_mc FROM spend WHERE key_id = ? ORDER BY period").all(k.keyId)).toEqual([
+        { period: oldPeriod, spent_mc: 3000 },
+      ]);
 
       expect((await t.call(k.secret, "fx__echo", { text: "today" })).status).toBe(200);
       expect((await t.call(k.secret, "fx__echo", { text: "over" })).status).toBe(402);
@@ -65,7 +67,9 @@ describe("PATCH budget_mc across a reset", () => {
     expect((await hung).status).toBe(200);
     // Charged to the period it was reserved in; the new one is untouched.
     expect(await t.ledger.keys.get(k.keyId)).toMatchObject({ period: "2026-12-01", spentMc: 0, budgetMc: 500 });
-    expect(t.ledger.testOnlyDatabase().query("SELECT period, spent_mc FROM spend WHERE key_id = ?").all(k.keyId)).toEqual([{ period: "2026-11-30", spent_mc: 1000 }]);
+    expect(t.ledger.testOnlyDatabase().query("SELECT period, spent_mc FROM spend WHERE key_id = ?").all(k.keyId)).toEqual([
+      { period: "2026-11-30", spent_mc: 1000 },
+    ]);
     expect(await t.ledger.check.money()).toEqual([]);
   });
 

@@ -143,7 +143,14 @@ describe("clearing path over REST", () => {
     expect(r.status).toBe(403);
     const body = (await r.json()) as { error: string; receipt: { receipt: Record<string, unknown> } };
     expect(body.error).toBe("TOOL_NOT_ALLOWED");
-    expect(body.receipt.receipt).toMatchObject({ outcome: "refused_not_allowed", http_status: 403, price_mc: 1000, amount_mc: 0, result_sha256: null, remaining_mc: 5000 });
+    expect(body.receipt.receipt).toMatchObject({
+      outcome: "refused_not_allowed",
+      http_status: 403,
+      price_mc: 1000,
+      amount_mc: 0,
+      result_sha256: null,
+      remaining_mc: 5000,
+    });
     expect(headersOf(r)).toEqual({ outcome: "refused_not_allowed", price: "1000", remaining: "5000", receipt: body.receipt.receipt.id as string });
     expect(verifyResponse(body, jwks, { a: 1, b: 2 }).every((c) => c.ok)).toBe(true);
     expect(await spent(k.keyId)).toBe(0);
@@ -184,7 +191,14 @@ describe("clearing path over REST", () => {
       const body = (await r.json()) as { error: string; receipt: { receipt: Record<string, unknown> }; result?: unknown };
       expect(body.error).toBe(c.error);
       expect(body.result).toBeUndefined();
-      expect(body.receipt.receipt).toMatchObject({ outcome: c.outcome, http_status: c.status, price_mc: 1000, amount_mc: 0, result_sha256: null, remaining_mc: 5000 });
+      expect(body.receipt.receipt).toMatchObject({
+        outcome: c.outcome,
+        http_status: c.status,
+        price_mc: 1000,
+        amount_mc: 0,
+        result_sha256: null,
+        remaining_mc: 5000,
+      });
       expect(headersOf(r)).toEqual({ outcome: c.outcome, price: "1000", remaining: "5000", receipt: body.receipt.receipt.id as string });
       expect(verifyResponse(body, jwks, c.args).every((x) => x.ok)).toBe(true);
       expect(fx.calls.get(c.upstream)).toBe(before + 1);
@@ -215,7 +229,11 @@ describe("clearing path over REST", () => {
   test("one call's upstream failure does not disturb the calls in flight beside it", async () => {
     const k = await t.makeKey({ budget_mc: 100_000, reset: "none", allow: ALLOW });
     const calls = Array.from({ length: 16 }, (_, i) =>
-      i % 4 === 0 ? t.call(k.secret, "fx__fail_5xx", {}) : i % 4 === 1 ? t.call(k.secret, "fx__fail_transport", {}) : t.call(k.secret, "fx__echo", { text: String(i) }),
+      i % 4 === 0
+        ? t.call(k.secret, "fx__fail_5xx", {})
+        : i % 4 === 1
+          ? t.call(k.secret, "fx__fail_transport", {})
+          : t.call(k.secret, "fx__echo", { text: String(i) }),
     );
     const statuses = (await Promise.all(calls)).map((r) => r.status);
     expect(statuses).toEqual(Array.from({ length: 16 }, (_, i) => (i % 4 < 2 ? 502 : 200)));
@@ -248,7 +266,10 @@ describe("clearing path over REST", () => {
     await t.call(k.secret, "fx__echo", { text: "3" });
     const exported = await t.admin("GET", `/admin/receipts?org_id=${k.orgId}`);
     expect(exported.headers.get("content-type")).toBe("application/x-ndjson");
-    const lines = (await exported.text()).trim().split("\n").map((l) => JSON.parse(l));
+    const lines = (await exported.text())
+      .trim()
+      .split("\n")
+      .map((l) => JSON.parse(l));
     const mine = lines.filter((e) => e.receipt.key_id === k.keyId);
     expect(mine.map((e) => [e.receipt.seq, e.receipt.outcome])).toEqual([
       [1, "charged"],

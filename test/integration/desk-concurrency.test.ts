@@ -58,7 +58,10 @@ describe("concurrent clearings", () => {
     expect(refusedOr(statuses)).toEqual({ 200: 137, refused: 9863, other: 0 });
     expect(fx.calls.get("echo")).toBe(before + 137);
     expect((await t.ledger.keys.get(k.keyId))!.spentMc).toBe(137_000);
-    const charged = t.ledger.testOnlyDatabase().query("SELECT count(*) AS n, sum(amount_mc) AS mc FROM receipts WHERE key_id = ? AND outcome = 'charged'").get(k.keyId);
+    const charged = t.ledger
+      .testOnlyDatabase()
+      .query("SELECT count(*) AS n, sum(amount_mc) AS mc FROM receipts WHERE key_id = ? AND outcome = 'charged'")
+      .get(k.keyId);
     expect(charged).toEqual({ n: 137, mc: 137_000 });
     expect(await t.ledger.check.money()).toEqual([]);
   }, 60_000);
@@ -97,7 +100,9 @@ describe("concurrent clearings", () => {
       clock.set(after);
       const late = Array.from({ length: 30 }, (_, i) => t.call(k.secret, "fx__echo", { text: String(i) }));
       const statuses = (await Promise.all([...early, ...late])).map((r) => r.status);
-      const perPeriod = t.ledger.testOnlyDatabase().query("SELECT period, spent_mc FROM spend WHERE key_id = ? ORDER BY period").all(k.keyId) as { spent_mc: number }[];
+      const perPeriod = t.ledger.testOnlyDatabase().query("SELECT period, spent_mc FROM spend WHERE key_id = ? ORDER BY period").all(k.keyId) as {
+        spent_mc: number;
+      }[];
       for (const p of perPeriod) expect(p.spent_mc).toBeLessThanOrEqual(3000);
       expect(perPeriod.at(-1)!.spent_mc).toBe(3000);
       expect(count(statuses)[200]).toBe(perPeriod.reduce((n, p) => n + p.spent_mc, 0) / 1000);

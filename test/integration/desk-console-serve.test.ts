@@ -51,7 +51,8 @@ describe("console routes", () => {
     const dir = join(import.meta.dir, "../../src/web/console");
     const files = readdirSync(dir).filter((f) => f.endsWith(".ts") || f.endsWith(".html"));
     expect(files.length).toBeGreaterThan(5);
-    const sinks = /\.(innerHTML|outerHTML|insertAdjacentHTML)\b|document\.write|\beval\(|new Function\(|setAttribute\(\s*["']on|\blocalStorage\.|document\.cookie|createContextualFragment|DOMParser/;
+    const sinks =
+      /\.(innerHTML|outerHTML|insertAdjacentHTML)\b|document\.write|\beval\(|new Function\(|setAttribute\(\s*["']on|\blocalStorage\.|document\.cookie|createContextualFragment|DOMParser/;
     for (const f of files) expect(`${f}: ${sinks.exec(readFileSync(join(dir, f), "utf8"))?.[0] ?? "none"}`).toBe(`${f}: none`);
   });
 });

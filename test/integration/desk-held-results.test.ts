@@ -67,7 +67,10 @@ test("at most 20 per key: the oldest goes first", async () => {
 test("a held result that no longer matches its receipt's result_sha256 is never served", async () => {
   const k = await t.makeKey({ budget_mc: 1000, reset: "none", allow: ["fx__echo"] });
   const id = await callGone(k.secret, "original");
-  t.ledger.testOnlyDatabase().query("UPDATE held_results SET result = ? WHERE receipt_id = ?").run(JSON.stringify({ content: [{ type: "text", text: "forged" }] }), id);
+  t.ledger
+    .testOnlyDatabase()
+    .query("UPDATE held_results SET result = ? WHERE receipt_id = ?")
+    .run(JSON.stringify({ content: [{ type: "text", text: "forged" }] }), id);
   const r = await get(`/v1/receipts/${id}/result`, k.secret);
   expect([r.status, await r.json()]).toEqual([500, { error: "INTERNAL" }]);
   expect(t.logs.some((l) => l.includes(`held result of receipt ${id} does not match its result_sha256`))).toBe(true);

@@ -23,11 +23,30 @@ async function setup(now: () => number) {
   const tmp = tempDir("desk-ledger-");
   const dbPath = join(tmp.path, "desk.db");
   const ledger = new SqliteDeskLedger(dbPath);
-  const desk = await Desk.open({ ledger, connectors: { mcp: mcpConnector }, signer: loadSigner(PEM), sealingKey: await importSealingKey(new Uint8Array(32)), now });
+  const desk = await Desk.open({
+    ledger,
+    connectors: { mcp: mcpConnector },
+    signer: loadSigner(PEM),
+    sealingKey: await importSealingKey(new Uint8Array(32)),
+    now,
+  });
   await ledger.orgs.create({ id: "org_a", name: "a", createdAt: now() });
   const addKey = (id: string, budget: number, reset: Reset) => {
     const s = newKeySecret();
-    return ledger.keys.create({ id, orgId: "org_a", name: id, lookup: s.lookup, secretSha256: s.hash, budgetMc: budget, reset, period: periodOf(reset, now()), allow: [], prices: {}, expiresAt: null, now: now() });
+    return ledger.keys.create({
+      id,
+      orgId: "org_a",
+      name: id,
+      lookup: s.lookup,
+      secretSha256: s.hash,
+      budgetMc: budget,
+      reset,
+      period: periodOf(reset, now()),
+      allow: [],
+      prices: {},
+      expiresAt: null,
+      now: now(),
+    });
   };
   const ctx = async (keyId: string, price: number): Promise<CallContext> => {
     const key = (await ledger.keys.get(keyId))!;
@@ -96,10 +115,19 @@ describe("desk ledger", () => {
     expect((await checkLedger(s.ledger)).problems).toEqual([]);
     // Someone with the file and the SQL to drop the trigger first.
     s.ledger.testOnlyDatabase().run("DROP TRIGGER receipts_no_update");
-    for (const [column, value] of [["org_id", "'org_other'"], ["tool", "'fx__other'"], ["issued_at", "issued_at + 1"], ["kid", "'another-kid'"], ["sha256", `'${"0".repeat(64)}'`], ["amount_mc", "0"]] as const) {
+    for (const [column, value] of [
+      ["org_id", "'org_other'"],
+      ["tool", "'fx__other'"],
+      ["issued_at", "issued_at + 1"],
+      ["kid", "'another-kid'"],
+      ["sha256", `'${"0".repeat(64)}'`],
+      ["amount_mc", "0"],
+    ] as const) {
       s.ledger.testOnlyDatabase().run("SAVEPOINT tamper");
       s.ledger.testOnlyDatabase().run(`UPDATE receipts SET ${column} = ${value}`);
-      expect(`${column}: ${(await checkLedger(s.ledger)).problems.some((p) => p.includes("the ledger row differs from the signed receipt"))}`).toBe(`${column}: true`);
+      expect(`${column}: ${(await checkLedger(s.ledger)).problems.some((p) => p.includes("the ledger row differs from the signed receipt"))}`).toBe(
+        `${column}: true`,
+      );
       s.ledger.testOnlyDatabase().run("ROLLBACK TO tamper");
       s.ledger.testOnlyDatabase().run("RELEASE tamper");
     }

@@ -143,7 +143,11 @@ describe("desk MCP endpoint", () => {
     const k = await t.makeKey({ budget_mc: 5000, reset: "none", allow: ["fx__echo"] });
     const before = fx.totalCalls();
     const result = await callMcp(k.secret, "fx__add", { a: 1, b: 2 });
-    expect(result).toMatchObject({ isError: true, structuredContent: { error: "TOOL_NOT_ALLOWED" }, content: [{ type: "text", text: '{"error":"TOOL_NOT_ALLOWED"}' }] });
+    expect(result).toMatchObject({
+      isError: true,
+      structuredContent: { error: "TOOL_NOT_ALLOWED" },
+      content: [{ type: "text", text: '{"error":"TOOL_NOT_ALLOWED"}' }],
+    });
     expect(receiptOf(result)!.receipt).toMatchObject({ outcome: "refused_not_allowed", http_status: 403, amount_mc: 0, result_sha256: null });
     expect(verifyResponse(result, jwks, { a: 1, b: 2 }).every((c) => c.ok)).toBe(true);
     expect(fx.totalCalls()).toBe(before);
@@ -219,7 +223,12 @@ describe("desk MCP endpoint", () => {
 });
 
 describe("desk MCP endpoint: what is checked before the transport", () => {
-  const init = { jsonrpc: "2.0", id: 1, method: "initialize", params: { protocolVersion: "2025-11-25", capabilities: {}, clientInfo: { name: "raw", version: "1" } } };
+  const init = {
+    jsonrpc: "2.0",
+    id: 1,
+    method: "initialize",
+    params: { protocolVersion: "2025-11-25", capabilities: {}, clientInfo: { name: "raw", version: "1" } },
+  };
 
   test("no key → 401 KEY_INVALID with a Bearer challenge; a wrong, revoked or expired key adds error=invalid_token", async () => {
     const none = await rawMcp(served.url, init);
@@ -291,7 +300,11 @@ describe("desk MCP endpoint: what is checked before the transport", () => {
     });
     expect(bad.status).toBe(400);
     expect(((await bad.json()) as { error: { code: number } }).error.code).toBe(-32700);
-    const huge = await rawMcp(served.url, { jsonrpc: "2.0", id: 9, method: "tools/call", params: { name: "fx__echo", arguments: { text: "x".repeat(1024 * 1024) } } }, auth);
+    const huge = await rawMcp(
+      served.url,
+      { jsonrpc: "2.0", id: 9, method: "tools/call", params: { name: "fx__echo", arguments: { text: "x".repeat(1024 * 1024) } } },
+      auth,
+    );
     expect(huge.status).toBe(413);
     expect(await spent(k.keyId)).toBe(0);
   });

@@ -29,7 +29,8 @@ beforeAll(async () => {
   up = startListingUpstream();
   t = await makeDesk();
   expect((await t.admin("POST", "/admin/upstreams", { name: "wx", url: up.url })).status).toBe(201);
-  for (const tool of ["wx__forecast", "wx__mirror", "wx__shaped"]) expect((await t.admin("PUT", `/admin/tools/${tool}`, { price_mc: 10, upstream_cost_mc: 1 })).status).toBe(200);
+  for (const tool of ["wx__forecast", "wx__mirror", "wx__shaped"])
+    expect((await t.admin("PUT", `/admin/tools/${tool}`, { price_mc: 10, upstream_cost_mc: 1 })).status).toBe(200);
   secret = (await t.makeKey({ budget_mc: 1_000_000_000, reset: "none", allow: ["wx__forecast", "wx__mirror", "wx__shaped"] })).secret;
   served = serveDesk(t);
   jwks = (await (await fetch(`${served.url}/.well-known/receipt-signing-key.json`)).json()) as Jwks;
@@ -126,10 +127,9 @@ describe("the listing column", () => {
       raw.run(`PRAGMA user_version = ${i + 1}`);
     }
     raw.run("INSERT INTO upstreams (name, url, header_names, created_at, refreshed_at) VALUES ('wx', ?, '[]', 0, 0)", [up.url]);
-    raw.run(
-      "INSERT INTO tools (name, upstream, upstream_tool, description, input_schema) VALUES ('wx__forecast', 'wx', 'forecast', 'old', ?)",
-      [JSON.stringify(FORECAST_TOOL.inputSchema)],
-    );
+    raw.run("INSERT INTO tools (name, upstream, upstream_tool, description, input_schema) VALUES ('wx__forecast', 'wx', 'forecast', 'old', ?)", [
+      JSON.stringify(FORECAST_TOOL.inputSchema),
+    ]);
     raw.close();
     // A desk's own ledger is 0600 (SPEC 10); the hand-made one here is made so too.
     chmodSync(path, 0o600);
@@ -206,7 +206,9 @@ describe("an answer must keep the output schema its tool lists", () => {
   });
 
   test("an upstream whose output schema does not compile is refused at registration, and nothing is stored", async () => {
-    await using bad = startListingUpstream({ extraTools: [{ ...SHAPED_TOOL, name: "broken", outputSchema: { type: "object", properties: { n: { type: "no-such-type" } } } }] });
+    await using bad = startListingUpstream({
+      extraTools: [{ ...SHAPED_TOOL, name: "broken", outputSchema: { type: "object", properties: { n: { type: "no-such-type" } } } }],
+    });
     const r = await t.admin("POST", "/admin/upstreams", { name: "bad", url: bad.url });
     expect(r.status).toBe(502);
     expect(await r.json()).toEqual({ error: "UPSTREAM_SCHEMA_REFUSED", tool: "broken", reason: "schema" });
@@ -239,7 +241,11 @@ describe("every _meta shape of an upstream result verifies on both transports", 
 // beside an upstream's own receipt entry, that entry alone), random content blocks and
 // structured content, each answered through the whole desk over REST and over MCP.
 const json = fc.jsonValue({ maxDepth: 3, stringUnit: "grapheme" });
-const others = fc.dictionary(fc.string({ unit: "grapheme", maxLength: 12 }).filter((k) => k !== MCP_RECEIPT_META_KEY && k !== "__proto__"), json, { maxKeys: 3 });
+const others = fc.dictionary(
+  fc.string({ unit: "grapheme", maxLength: 12 }).filter((k) => k !== MCP_RECEIPT_META_KEY && k !== "__proto__"),
+  json,
+  { maxKeys: 3 },
+);
 const metaShape = fc.oneof(
   fc.constant(undefined),
   fc.constant({}),
@@ -259,7 +265,15 @@ const block = fc.record(
 );
 const randomResult = fc
   .record(
-    { content: fc.array(block, { maxLength: 3 }), structuredContent: fc.dictionary(fc.string({ maxLength: 8 }).filter((k) => k !== "__proto__"), json, { maxKeys: 4 }), meta: metaShape },
+    {
+      content: fc.array(block, { maxLength: 3 }),
+      structuredContent: fc.dictionary(
+        fc.string({ maxLength: 8 }).filter((k) => k !== "__proto__"),
+        json,
+        { maxKeys: 4 },
+      ),
+      meta: metaShape,
+    },
     { requiredKeys: ["content", "meta"] },
   )
   .map(({ meta, ...rest }) => (meta === undefined ? rest : { ...rest, _meta: meta }) as Record<string, unknown>);
@@ -274,7 +288,12 @@ describe("property: the desk's hash of what the agent receives equals the verifi
         const rest = await callRest("wx__mirror", args);
         expect(rest.status).toBe(200);
         const restChecks = verifyResponse(rest.body, jwks, args);
-        expect(restChecks.map((c) => [c.name, c.ok])).toEqual([["signature", true], ["readable_copy", true], ["result", true], ["params", true]]);
+        expect(restChecks.map((c) => [c.name, c.ok])).toEqual([
+          ["signature", true],
+          ["readable_copy", true],
+          ["result", true],
+          ["params", true],
+        ]);
         const signedRest = (rest.body.receipt as { receipt: { result_sha256: string } }).receipt.result_sha256;
         expect(resultSha256(rest.body.result)).toBe(signedRest);
 

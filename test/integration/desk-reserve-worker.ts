@@ -17,7 +17,16 @@ let refused = 0;
 for (let i = 0; i < Number(attempts); i++) {
   const key = (await ledger.keys.get(keyId))!;
   const r = await ledger.money.reserve(
-    { key, tool: "fx__echo", priceMc: Number(price), upstreamCostMc: 0, paramsSha256: "0".repeat(64), now, hour: hourOf(now), period: periodOf(key.reset, now) },
+    {
+      key,
+      tool: "fx__echo",
+      priceMc: Number(price),
+      upstreamCostMc: 0,
+      paramsSha256: "0".repeat(64),
+      now,
+      hour: hourOf(now),
+      period: periodOf(key.reset, now),
+    },
     make,
   );
   if (r.kind === "reserved") reserved++;

@@ -18,7 +18,20 @@ for (let i = 0; i < Number(attempts); i++) {
     limit: 5,
     dayLimit: 200,
     org: { id: orgId, name: "sandbox", createdAt: now },
-    key: { id: newId("key"), orgId, name: "sandbox", lookup: secret.lookup, secretSha256: secret.hash, budgetMc: 2000, reset: "none", period: "none", allow: [], prices: {}, expiresAt: now + 60_000, now },
+    key: {
+      id: newId("key"),
+      orgId,
+      name: "sandbox",
+      lookup: secret.lookup,
+      secretSha256: secret.hash,
+      budgetMc: 2000,
+      reset: "none",
+      period: "none",
+      allow: [],
+      prices: {},
+      expiresAt: now + 60_000,
+      now,
+    },
   });
   if (ok) granted++;
   else refused++;

@@ -65,9 +65,18 @@ describe("sandbox settings", () => {
       const r = await t.admin("PUT", "/admin/sandbox", body);
       expect([r.status, await r.json()]).toEqual([status, field === undefined ? { error: code } : { error: code, field }]);
     }
-    const noAdmin = await t.handler(new Request("http://desk.test/admin/sandbox", { method: "PUT", headers: { "content-type": "application/json" }, body: "{}" }));
+    const noAdmin = await t.handler(
+      new Request("http://desk.test/admin/sandbox", { method: "PUT", headers: { "content-type": "application/json" }, body: "{}" }),
+    );
     expect(noAdmin.status).toBe(401);
-    expect(await turnOn()).toEqual({ enabled: true, tools: ["fx__echo", "fx__add"], budget_mc: 2000, ttl_s: 3600, keys_per_day: 200, updated_at: "2026-11-30T10:00:00.000Z" });
+    expect(await turnOn()).toEqual({
+      enabled: true,
+      tools: ["fx__echo", "fx__add"],
+      budget_mc: 2000,
+      ttl_s: 3600,
+      keys_per_day: 200,
+      updated_at: "2026-11-30T10:00:00.000Z",
+    });
     expect(await (await t.admin("GET", "/admin/sandbox")).json()).toMatchObject({ enabled: true, budget_mc: 2000, ttl_s: 3600, keys_per_day: 200 });
     expect(await (await t.admin("DELETE", "/admin/sandbox")).json()).toEqual({ enabled: false });
     expect((await askKey("203.0.113.11")).status).toBe(404);

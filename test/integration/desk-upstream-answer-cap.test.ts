@@ -22,7 +22,11 @@ function startBigUpstream() {
       const msg = (await req.json()) as { id?: unknown; method: string; params?: { name?: string } };
       if (msg.id === undefined) return new Response(null, { status: 202 });
       if (msg.method === "initialize") {
-        return Response.json({ jsonrpc: "2.0", id: msg.id, result: { protocolVersion: "2025-06-18", capabilities: { tools: {} }, serverInfo: { name: "big", version: "1" } } });
+        return Response.json({
+          jsonrpc: "2.0",
+          id: msg.id,
+          result: { protocolVersion: "2025-06-18", capabilities: { tools: {} }, serverInfo: { name: "big", version: "1" } },
+        });
       }
       if (msg.method === "tools/list") {
         const tools = FRAMINGS.flatMap((f) => ["fits", "over"].map((s) => ({ name: `${s}_${f}`, inputSchema: { type: "object" } })));
@@ -66,7 +70,12 @@ afterAll(async () => {
 });
 
 describe("the upstream answer cap", () => {
-  const refusal = { declared: [502, "UPSTREAM_ERROR", "refunded_upstream_error"], chunked: [502, "UPSTREAM_ERROR", "refunded_upstream_error"], sse: [504, "UPSTREAM_TIMEOUT", "refunded_timeout"], gzip: [502, "UPSTREAM_ERROR", "refunded_upstream_error"] } as const;
+  const refusal = {
+    declared: [502, "UPSTREAM_ERROR", "refunded_upstream_error"],
+    chunked: [502, "UPSTREAM_ERROR", "refunded_upstream_error"],
+    sse: [504, "UPSTREAM_TIMEOUT", "refunded_timeout"],
+    gzip: [502, "UPSTREAM_ERROR", "refunded_upstream_error"],
+  } as const;
   for (const framing of FRAMINGS) {
     test(`${framing}: an answer under the cap is charged; one past it is refunded (${refusal[framing][1]})`, async () => {
       const fits = await t.call(secret, `big__fits_${framing}`, {});

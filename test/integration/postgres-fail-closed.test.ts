@@ -14,7 +14,16 @@ import { addKey, addNode, freshLedger, signingMaker } from "../helpers/postgres-
 const pg = usePostgres();
 
 const T = Date.parse("2026-11-30T12:00:00.000Z");
-const call = (keyId: string): CallInput => ({ keyId, tool: "up__t", priceMc: 100, upstreamCostMc: 10, paramsSha256: "e".repeat(64), now: T, hour: hourOf(T), period: "none" });
+const call = (keyId: string): CallInput => ({
+  keyId,
+  tool: "up__t",
+  priceMc: 100,
+  upstreamCostMc: 10,
+  paramsSha256: "e".repeat(64),
+  now: T,
+  hour: hourOf(T),
+  period: "none",
+});
 
 /** How a promise failed, and how long it took. */
 async function failure(p: Promise<unknown>): Promise<{ kind: string; code: string | undefined; state: string | undefined; ms: number } | null> {
@@ -60,7 +69,9 @@ describe("classification of what the server answers", () => {
     });
     await lockedYet;
     const waiter = ledger.pool(1);
-    expect(await failure(waiter.begin(async (tx) => [await tx`SET LOCAL lock_timeout = '100ms'`, await tx`UPDATE keys SET name = 'x' WHERE id = ${key.id}`]))).toMatchObject({
+    expect(
+      await failure(waiter.begin(async (tx) => [await tx`SET LOCAL lock_timeout = '100ms'`, await tx`UPDATE keys SET name = 'x' WHERE id = ${key.id}`])),
+    ).toMatchObject({
       kind: "unavailable",
       state: "55P03",
     });

@@ -16,7 +16,16 @@ import { addKey, expireNode, freshLedger, signingMaker } from "../helpers/postgr
 const pg = usePostgres();
 
 const T = Date.parse("2026-11-30T12:00:00.000Z");
-const call = (keyId: string): CallInput => ({ keyId, tool: "up__t", priceMc: 100, upstreamCostMc: 10, paramsSha256: "d".repeat(64), now: T, hour: hourOf(T), period: "none" });
+const call = (keyId: string): CallInput => ({
+  keyId,
+  tool: "up__t",
+  priceMc: 100,
+  upstreamCostMc: 10,
+  paramsSha256: "d".repeat(64),
+  now: T,
+  hour: hourOf(T),
+  period: "none",
+});
 
 describe("registering and renewing", () => {
   test("an id is held by one lease at a time; a restart after it ran out takes the next epoch", async () => {
@@ -93,7 +102,9 @@ describe("sweeping a dead node", () => {
     expect(await checkMoney(ledger.sql)).toEqual([]);
     const envelopes = (await ledger.sql`SELECT envelope FROM receipts ORDER BY seq`).map((r: { envelope: string }) => JSON.parse(r.envelope));
     expect(verifyChain(envelopes).failures).toEqual([]);
-    expect(envelopes.every((e: { receipt: { http_status: number; amount_mc: number } }) => e.receipt.http_status === 504 && e.receipt.amount_mc === 0)).toBe(true);
+    expect(envelopes.every((e: { receipt: { http_status: number; amount_mc: number } }) => e.receipt.http_status === 504 && e.receipt.amount_mc === 0)).toBe(
+      true,
+    );
   });
 
   test("a node restarting under its id refunds its own earlier calls, and nobody else's", async () => {

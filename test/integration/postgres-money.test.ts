@@ -53,7 +53,9 @@ describe("reservations under concurrency", () => {
     expect(kinds.filter((k) => k === "reserved")).toHaveLength(37);
     expect(kinds.filter((k) => k === "no_room")).toHaveLength(363);
     expect(await keyRow(ledger.sql, key.id)).toMatchObject({ spent: 37_000, seq: 363 });
-    expect(await ledger.sql`SELECT count(*)::int AS n, sum(price_mc)::bigint AS mc FROM reservations WHERE state = 'open'`).toEqual([{ n: 37, mc: 37_000n }] as never);
+    expect(await ledger.sql`SELECT count(*)::int AS n, sum(price_mc)::bigint AS mc FROM reservations WHERE state = 'open'`).toEqual([
+      { n: 37, mc: 37_000n },
+    ] as never);
     // Every refusal's receipt sits in one chain that the 363 concurrent refusals appended to.
     expect(await expectSoundChain(ledger.sql, key.id, jwks)).toBe(363);
     expect(await checkMoney(ledger.sql)).toEqual([]);
@@ -200,9 +202,9 @@ describe("refusals", () => {
     expect(await reserve(ledger.sql, call(revoked.id), node, 20, make)).toEqual({ kind: "key_gone" });
     expect(await reserve(ledger.sql, call(expired.id), node, 20, make)).toEqual({ kind: "key_gone" });
     expect(await reserve(ledger.sql, call("key_missing"), node, 20, make)).toEqual({ kind: "key_gone" });
-    expect(await ledger.sql`SELECT (SELECT count(*) FROM receipts)::int AS r, (SELECT count(*) FROM audit)::int AS a, (SELECT count(*) FROM spend)::int AS s`).toEqual([
-      { r: 0, a: 0, s: 0 },
-    ] as never);
+    expect(
+      await ledger.sql`SELECT (SELECT count(*) FROM receipts)::int AS r, (SELECT count(*) FROM audit)::int AS a, (SELECT count(*) FROM spend)::int AS s`,
+    ).toEqual([{ r: 0, a: 0, s: 0 }] as never);
   });
 
   test("a reservation under a lease that ran out, or of an older epoch, is refused with nothing written", async () => {

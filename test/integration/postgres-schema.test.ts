@@ -43,9 +43,14 @@ describe("migrations", () => {
     await using ledger = await freshLedger(pg.server);
     expect(await migrate(ledger.sql)).toEqual({ from: POSTGRES_MIGRATIONS.length, to: POSTGRES_MIGRATIONS.length });
     await ledger.sql`UPDATE schema_version SET version = version + 1`;
-    const refused = await migrate(ledger.sql).then(() => null, (e) => e);
+    const refused = await migrate(ledger.sql).then(
+      () => null,
+      (e) => e,
+    );
     expect(refused).toBeInstanceOf(SchemaTooNew);
-    expect(refused.message).toBe(`the database schema is version ${POSTGRES_MIGRATIONS.length + 1}, newer than this binary knows (${POSTGRES_MIGRATIONS.length})`);
+    expect(refused.message).toBe(
+      `the database schema is version ${POSTGRES_MIGRATIONS.length + 1}, newer than this binary knows (${POSTGRES_MIGRATIONS.length})`,
+    );
     expect(await schemaVersion(ledger.sql)).toBe(POSTGRES_MIGRATIONS.length + 1);
   });
 
@@ -108,7 +113,10 @@ describe("money columns", () => {
       kind: "constraint",
       constraint: "keys_spent_within_budget",
     });
-    expect(await failureOf(ledger.sql`UPDATE keys SET spent_mc = -1 WHERE id = ${key.id}`)).toMatchObject({ state: "23514", constraint: "keys_spent_within_budget" });
+    expect(await failureOf(ledger.sql`UPDATE keys SET spent_mc = -1 WHERE id = ${key.id}`)).toMatchObject({
+      state: "23514",
+      constraint: "keys_spent_within_budget",
+    });
     await ledger.sql`UPDATE keys SET spent_mc = 100 WHERE id = ${key.id}`;
     expect(await failureOf(ledger.sql`UPDATE keys SET budget_mc = 99 WHERE id = ${key.id}`)).toMatchObject({ constraint: "keys_spent_within_budget" });
   });

@@ -12,7 +12,9 @@ const pg = usePostgres();
 
 /** Whether `pid` runs (a zombie waiting to be reaped does not). */
 const alive = (pid: number) => {
-  const stat = Bun.spawnSync(["ps", "-o", "stat=", "-p", String(pid)]).stdout.toString().trim();
+  const stat = Bun.spawnSync(["ps", "-o", "stat=", "-p", String(pid)])
+    .stdout.toString()
+    .trim();
   return stat !== "" && !stat.startsWith("Z");
 };
 
@@ -20,7 +22,10 @@ const alive = (pid: number) => {
 function sharedMemory(): { sysv: number; posix: number } {
   const ipcs = Bun.spawnSync(["ipcs", "-m"]);
   expect(ipcs.exitCode).toBe(0);
-  const sysv = ipcs.stdout.toString().split("\n").filter((l) => /^0x[0-9a-f]+\s/.test(l)).length;
+  const sysv = ipcs.stdout
+    .toString()
+    .split("\n")
+    .filter((l) => /^0x[0-9a-f]+\s/.test(l)).length;
   const posix = existsSync("/dev/shm") ? readdirSync("/dev/shm").filter((f) => f.startsWith("PostgreSQL.")).length : 0;
   return { sysv, posix };
 }
@@ -33,11 +38,18 @@ describe("the test PostgreSQL server", () => {
       const [row] = await sql`SELECT current_setting('server_version_num')::int AS v, current_setting('listen_addresses') AS listen,
                                      current_setting('unix_socket_directories') AS sockets, current_database() AS db, host(inet_server_addr()) AS addr`;
       expect(row.v).toBeGreaterThanOrEqual(180000);
-      expect({ listen: row.listen, sockets: row.sockets, db: row.db, addr: row.addr }).toEqual({ listen: "127.0.0.1", sockets: "", db: db.name, addr: "127.0.0.1" });
+      expect({ listen: row.listen, sockets: row.sockets, db: row.db, addr: row.addr }).toEqual({
+        listen: "127.0.0.1",
+        sockets: "",
+        db: db.name,
+        addr: "127.0.0.1",
+      });
     } finally {
       await sql.close();
     }
-    const owner = Bun.spawnSync(["ps", "-o", "uid=", "-p", String(pg.server.pid)]).stdout.toString().trim();
+    const owner = Bun.spawnSync(["ps", "-o", "uid=", "-p", String(pg.server.pid)])
+      .stdout.toString()
+      .trim();
     expect(owner).not.toBe("0");
   });
 
@@ -59,7 +71,12 @@ describe("the test PostgreSQL server", () => {
     const db = await pg.server.createDatabase();
     const sql = new SQL(db.url.replace(pg.server.password, "wrong"));
     try {
-      expect(await sql`SELECT 1`.then(() => "connected", (e) => e.errno)).toBe("28P01");
+      expect(
+        await sql`SELECT 1`.then(
+          () => "connected",
+          (e) => e.errno,
+        ),
+      ).toBe("28P01");
     } finally {
       await sql.close();
     }
@@ -115,7 +132,10 @@ describe("the test PostgreSQL server", () => {
         const [row] = await tls`SELECT ssl, version FROM pg_stat_ssl WHERE pid = pg_backend_pid()`;
         expect(row.ssl).toBe(true);
         expect(row.version).toMatch(/^TLSv1\.[23]$/);
-        const refused = await clear`SELECT 1`.then(() => null, (e) => e);
+        const refused = await clear`SELECT 1`.then(
+          () => null,
+          (e) => e,
+        );
         expect(refused?.errno).toBe("28000");
         expect(String(refused?.message)).toContain("no encryption");
       } finally {

@@ -40,7 +40,9 @@ test("every answer's receipt and money are committed (seen by another connection
         const id = r.headers.get("x-clearing-receipt-id");
         const outcome = r.headers.get("x-clearing-outcome");
         const row = id === null ? null : (receiptRow.get(id) as { outcome: string; amount_mc: number } | null);
-        seen.push(`${outcome} ${row?.outcome ?? "MISSING"} ${id === null || outcome === "refused_budget" ? "-" : ((reservationOf.get(id) as { state: string } | null)?.state ?? "MISSING")}`);
+        seen.push(
+          `${outcome} ${row?.outcome ?? "MISSING"} ${id === null || outcome === "refused_budget" ? "-" : ((reservationOf.get(id) as { state: string } | null)?.state ?? "MISSING")}`,
+        );
         await r.arrayBuffer();
       }),
     );

@@ -22,7 +22,28 @@ afterAll(() => fixture.stop());
 /** The segments of a path as the server parsed it, each decoded once. */
 const segmentsOf = (path: string) => path.split("/").slice(1).map(decodeURIComponent);
 
-const ATTACKS = ["../admin", "../../admin", "%2e%2e%2f", "%2e%2e/admin", "..%2fadmin", "a/b", "?x=", "#", "#/../admin", "..;/admin", "..\\admin", "\\", "/", "//evil.example/x", "%00", "\u0000", "é", ".%2e", "%2E%2E", "\uff0e\uff0e"];
+const ATTACKS = [
+  "../admin",
+  "../../admin",
+  "%2e%2e%2f",
+  "%2e%2e/admin",
+  "..%2fadmin",
+  "a/b",
+  "?x=",
+  "#",
+  "#/../admin",
+  "..;/admin",
+  "..\\admin",
+  "\\",
+  "/",
+  "//evil.example/x",
+  "%00",
+  "\u0000",
+  "é",
+  ".%2e",
+  "%2E%2E",
+  "\uff0e\uff0e",
+];
 
 describe("the attacks of the report, through a real server", () => {
   test("each reaches nothing but the operation's path, with its value in one segment", async () => {

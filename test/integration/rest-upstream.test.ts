@@ -33,7 +33,22 @@ describe("the fixture's document as tools", () => {
   test("every operation is a tool; the listing comes from the document, without a request", async () => {
     const before = fixture.seen.length;
     const listed = await client().listTools();
-    expect(listed.map((t) => t.name)).toEqual(["getItem", "putItem", "getPart", "search", "status", "redirect", "list", "text", "binary", "empty", "garbled", "big", "hang", "dribble"]);
+    expect(listed.map((t) => t.name)).toEqual([
+      "getItem",
+      "putItem",
+      "getPart",
+      "search",
+      "status",
+      "redirect",
+      "list",
+      "text",
+      "binary",
+      "empty",
+      "garbled",
+      "big",
+      "hang",
+      "dribble",
+    ]);
     expect(listed[0]!.listing.outputSchema).toMatchObject({ type: "object", required: ["id"] });
     expect(fixture.seen.length).toBe(before);
   });
@@ -42,7 +57,10 @@ describe("the fixture's document as tools", () => {
 describe("answers", () => {
   test("a JSON object is the structured content, with its text copy", async () => {
     const answer = await client().call("getItem", { id: "42" });
-    expect(answer).toEqual({ kind: "ok", result: { content: [{ type: "text", text: '{"id":"42","method":"GET"}' }], structuredContent: { id: "42", method: "GET" } } });
+    expect(answer).toEqual({
+      kind: "ok",
+      result: { content: [{ type: "text", text: '{"id":"42","method":"GET"}' }], structuredContent: { id: "42", method: "GET" } },
+    });
   });
 
   test("parameters and the body arrive where the document says", async () => {
@@ -61,7 +79,10 @@ describe("answers", () => {
   });
 
   test("a JSON array is wrapped as {value}; text is a text block; an empty answer is no content", async () => {
-    expect(await client().call("list", {})).toEqual({ kind: "ok", result: { content: [{ type: "text", text: '{"value":[1,2,3]}' }], structuredContent: { value: [1, 2, 3] } } });
+    expect(await client().call("list", {})).toEqual({
+      kind: "ok",
+      result: { content: [{ type: "text", text: '{"value":[1,2,3]}' }], structuredContent: { value: [1, 2, 3] } },
+    });
     expect(await client().call("text", {})).toEqual({ kind: "ok", result: { content: [{ type: "text", text: "plain words" }] } });
     expect(await client().call("empty", {})).toEqual({ kind: "ok", result: { content: [] } });
   });
@@ -74,12 +95,32 @@ describe("answers", () => {
 
 describe("status mapping", () => {
   const cases: [number, string][] = [
-    [200, "ok"], [201, "ok"], [202, "ok"], [204, "ok"],
-    [400, "args_refused"], [404, "args_refused"], [409, "args_refused"], [422, "args_refused"],
-    [401, "auth_failed"], [403, "auth_failed"],
-    [429, "upstream_error"], [500, "upstream_error"], [502, "upstream_error"], [503, "upstream_error"], [504, "upstream_error"],
-    [405, "upstream_error"], [408, "upstream_error"], [410, "upstream_error"], [413, "upstream_error"], [418, "upstream_error"],
-    [300, "upstream_error"], [301, "upstream_error"], [302, "upstream_error"], [303, "upstream_error"], [307, "upstream_error"], [308, "upstream_error"],
+    [200, "ok"],
+    [201, "ok"],
+    [202, "ok"],
+    [204, "ok"],
+    [400, "args_refused"],
+    [404, "args_refused"],
+    [409, "args_refused"],
+    [422, "args_refused"],
+    [401, "auth_failed"],
+    [403, "auth_failed"],
+    [429, "upstream_error"],
+    [500, "upstream_error"],
+    [502, "upstream_error"],
+    [503, "upstream_error"],
+    [504, "upstream_error"],
+    [405, "upstream_error"],
+    [408, "upstream_error"],
+    [410, "upstream_error"],
+    [413, "upstream_error"],
+    [418, "upstream_error"],
+    [300, "upstream_error"],
+    [301, "upstream_error"],
+    [302, "upstream_error"],
+    [303, "upstream_error"],
+    [307, "upstream_error"],
+    [308, "upstream_error"],
   ];
   for (const [status, kind] of cases) {
     test(`${status} → ${kind}`, async () => {
@@ -242,7 +283,11 @@ describe("a document fetched from openapi_url", () => {
   });
   afterAll(() => docs.stop(true));
   const at = (path: string) => new URL(`http://127.0.0.1:${docs.port}${path}`);
-  const why = (p: Promise<unknown>) => p.then(() => [], (e: unknown) => (e instanceof DocumentRefused ? e.problems : [String(e)]));
+  const why = (p: Promise<unknown>) =>
+    p.then(
+      () => [],
+      (e: unknown) => (e instanceof DocumentRefused ? e.problems : [String(e)]),
+    );
 
   test("fetched once and turned into the same tools as the document given inline", async () => {
     const fetched = await toolsFromOpenApi("fixture", await fetchDocument(at("/openapi.json"), 2_000));

@@ -25,7 +25,14 @@ const config = (input: unknown): AuthConfig => {
 async function opened(upstream: string, auth: AuthConfig, extra: { now?: () => number; timeoutMs?: number; store?: MemoryCredentialStore } = {}) {
   const store = extra.store ?? new MemoryCredentialStore();
   await replaceCredential(store, key, upstream, auth);
-  const credential = await openCredential({ upstream, settings: settingsOf(auth), store, sealingKey: key, timeoutMs: extra.timeoutMs ?? 2_000, now: extra.now });
+  const credential = await openCredential({
+    upstream,
+    settings: settingsOf(auth),
+    store,
+    sealingKey: key,
+    timeoutMs: extra.timeoutMs ?? 2_000,
+    now: extra.now,
+  });
   return { credential, store };
 }
 
@@ -40,10 +47,17 @@ describe("the operator's auth object", () => {
   test("each kind, with its defaults", () => {
     expect(config({ type: "bearer", token: "t0k" })).toEqual({ type: "bearer", token: "t0k" });
     expect(config({ type: "oauth2_client_credentials", token_url: "https://as.example/token", client_id: "c", client_secret: "s" })).toEqual({
-      type: "oauth2_client_credentials", token_url: "https://as.example/token", client_id: "c", client_secret: "s", client_auth: "basic",
+      type: "oauth2_client_credentials",
+      token_url: "https://as.example/token",
+      client_id: "c",
+      client_secret: "s",
+      client_auth: "basic",
     });
     expect(settingsOf(config({ type: "oauth2_refresh_token", token_url: "http://127.0.0.1:9/t", client_id: "c", refresh_token: "r" }))).toEqual({
-      type: "oauth2_refresh_token", token_url: "http://127.0.0.1:9/t", client_id: "c", client_auth: "none",
+      type: "oauth2_refresh_token",
+      token_url: "http://127.0.0.1:9/t",
+      client_id: "c",
+      client_auth: "none",
     });
     expect(settingsOf(config({ type: "header", headers: { "X-Api-Key": "k" } }))).toEqual({ type: "header", header_names: ["X-Api-Key"] });
   });
@@ -62,7 +76,8 @@ describe("the operator's auth object", () => {
     for (const url of ["http://as.example/token", "https://u:p@as.example/t", "https://as.example/t#f", "ftp://as.example/t", "http://10.0.0.1/t"]) {
       expect(problem({ ...cc, token_url: url })).toEqual({ field: "auth.token_url", code: "VALUE_INVALID" });
     }
-    for (const url of ["http://127.0.0.1:8080/token", "http://localhost/t", "http://[::1]:9/t", "https://as.example/t"]) expect(problem({ ...cc, token_url: url })).toBeNull();
+    for (const url of ["http://127.0.0.1:8080/token", "http://localhost/t", "http://[::1]:9/t", "https://as.example/t"])
+      expect(problem({ ...cc, token_url: url })).toBeNull();
     expect(problem({ ...cc, token_url: "https://as.example/t", scope: "a  b" })).toEqual({ field: "auth.scope", code: "VALUE_INVALID" });
     expect(problem({ type: "oauth2_refresh_token", token_url: "https://as.example/t", client_id: "c", refresh_token: "r", client_auth: "post" })).toEqual({
       field: "auth.client_auth",
@@ -84,7 +99,9 @@ describe("sealed fields", () => {
   test("a store holding a moved field refuses to open the credential", async () => {
     const { store } = await opened("pay", config({ type: "basic", username: "u", password: "p" }));
     store.fields.password = store.fields.username!;
-    await expect(openCredential({ upstream: "pay", settings: { type: "basic" }, store, sealingKey: key, timeoutMs: 1000 })).rejects.toBeInstanceOf(SealedFieldError);
+    await expect(openCredential({ upstream: "pay", settings: { type: "basic" }, store, sealingKey: key, timeoutMs: 1000 })).rejects.toBeInstanceOf(
+      SealedFieldError,
+    );
   });
 
   test("no secret is in what the store was given, nor in a refusal's message", async () => {
@@ -130,7 +147,8 @@ describe("static credentials", () => {
 /** A token endpoint whose answers a test sets, counting every request. */
 function tokenEndpoint() {
   const requests: { body: URLSearchParams; authorization: string | null }[] = [];
-  let answer: (n: number, body: URLSearchParams) => Response | Promise<Response> = (i) => Response.json({ access_token: `at-${i}`, token_type: "Bearer", expires_in: 3600 });
+  let answer: (n: number, body: URLSearchParams) => Response | Promise<Response> = (i) =>
+    Response.json({ access_token: `at-${i}`, token_type: "Bearer", expires_in: 3600 });
   let gate: Promise<void> | null = null;
   const server = Bun.serve({
     hostname: "127.0.0.1",
@@ -169,7 +187,8 @@ function tokenEndpoint() {
 describe("OAuth renewal rules (a token endpoint this test controls)", () => {
   const as = tokenEndpoint();
   afterAll(() => as.stop());
-  const cc = (extra: Record<string, unknown> = {}) => config({ type: "oauth2_client_credentials", token_url: as.url, client_id: "desk", client_secret: "cs-secret", scope: "read", ...extra });
+  const cc = (extra: Record<string, unknown> = {}) =>
+    config({ type: "oauth2_client_credentials", token_url: as.url, client_id: "desk", client_secret: "cs-secret", scope: "read", ...extra });
   const reset = () => {
     as.requests.length = 0;
     as.answer((i) => Response.json({ access_token: `at-${i}`, token_type: "Bearer", expires_in: 3600 }));

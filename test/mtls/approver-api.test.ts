@@ -219,7 +219,11 @@ describe("approver API over mTLS", () => {
       ["GET", `/v1/asks/${id}/`],
     ];
     for (const [method, path] of attempts) {
-      const res = await call(path, { method, headers: { "content-type": "application/json" }, body: method === "GET" ? undefined : JSON.stringify({ ref: "demo-00000000" }) });
+      const res = await call(path, {
+        method,
+        headers: { "content-type": "application/json" },
+        body: method === "GET" ? undefined : JSON.stringify({ ref: "demo-00000000" }),
+      });
       await expectError(res, 404, "NOT_FOUND");
     }
     // Every method on the ask's own path, with a query that asks to decide: never a decision.
@@ -242,7 +246,9 @@ describe("approver API over mTLS", () => {
       { cert: link.approverCert, key: link.approverKey, ca: link.approverCa },
     ];
     for (const tls of tries) {
-      await expect(call("/v1/asks/pay", { tls, method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify(payBody()), keepalive: false })).rejects.toThrow();
+      await expect(
+        call("/v1/asks/pay", { tls, method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify(payBody()), keepalive: false }),
+      ).rejects.toThrow();
     }
     expect(handled).toBe(before);
   });

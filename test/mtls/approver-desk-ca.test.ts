@@ -17,7 +17,10 @@ beforeAll(async () => {
 });
 
 const approver = () =>
-  loadTlsFiles({ cert: link.approverCert, key: link.approverKey, ca: link.clientCa }, { side: "approver", labels: { cert: "--cert", key: "--key", ca: "--ca" }, now, cwd: dir.path });
+  loadTlsFiles(
+    { cert: link.approverCert, key: link.approverKey, ca: link.clientCa },
+    { side: "approver", labels: { cert: "--cert", key: "--key", ca: "--ca" }, now, cwd: dir.path },
+  );
 const load = (path: string) => loadDeskCa(path, { label: "--desk-ca", approver: approver(), now, cwd: dir.path });
 const refused = (path: string) => {
   try {

@@ -19,7 +19,13 @@ const server = createServer(
     });
     req.on("end", () => {
       const peer = req.socket.getPeerCertificate();
-      print({ method: req.method, url: req.url, authorized: req.socket.authorized, protocol: req.socket.getProtocol(), peer: { subject: peer.subject?.CN, issuer: peer.issuer?.CN } });
+      print({
+        method: req.method,
+        url: req.url,
+        authorized: req.socket.authorized,
+        protocol: req.socket.getProtocol(),
+        peer: { subject: peer.subject?.CN, issuer: peer.issuer?.CN },
+      });
       const id = JSON.parse(body || "{}").approval_id;
       res.writeHead(201, { "content-type": "application/json", "cache-control": "no-store" });
       res.end(JSON.stringify({ approval_id: id, state: "pending", expires_at: new Date(Date.now() + 600_000).toISOString() }));

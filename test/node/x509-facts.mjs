@@ -14,7 +14,17 @@ const cert = (file) => new X509Certificate(read(file));
  * The extension is OID 2.5.29.15, an optional critical flag, then an OCTET STRING holding a
  * BIT STRING: one byte of unused-bit count and up to two bytes of flags.
  */
-const KEY_USAGE = ["digitalSignature", "nonRepudiation", "keyEncipherment", "dataEncipherment", "keyAgreement", "keyCertSign", "cRLSign", "encipherOnly", "decipherOnly"];
+const KEY_USAGE = [
+  "digitalSignature",
+  "nonRepudiation",
+  "keyEncipherment",
+  "dataEncipherment",
+  "keyAgreement",
+  "keyCertSign",
+  "cRLSign",
+  "encipherOnly",
+  "decipherOnly",
+];
 function keyUsage(x509) {
   const der = x509.raw;
   const oid = Buffer.from([0x06, 0x03, 0x55, 0x1d, 0x0f]);

@@ -144,7 +144,20 @@ describe("the step behind an approval", () => {
     const s = deferredStep();
     const { ui, ledger, writes } = setup({ step: s.step });
     const r = ledger.create(
-      { kind: "spend", approval_id: "SPEND00000", reservation_id: "r", tool: "a__b", price_mc: 1, key_id: "k", key_name: "", org_id: "o", org_name: "acme", params_sha256: "a".repeat(64), preview: "{}", preview_cut: true },
+      {
+        kind: "spend",
+        approval_id: "SPEND00000",
+        reservation_id: "r",
+        tool: "a__b",
+        price_mc: 1,
+        key_id: "k",
+        key_name: "",
+        org_id: "o",
+        org_name: "acme",
+        params_sha256: "a".repeat(64),
+        preview: "{}",
+        preview_cut: true,
+      },
       { ttlMs: 600_000, maxPending: 5 },
     );
     if (!r.ok) throw new Error(r.code);

@@ -571,10 +571,22 @@ describe("the schema refuses changes through raw SQL on the same file", () => {
 
 describe("the schema's checks", () => {
   const COLUMNS = "approval_id, kind, merchant, amount, currency, card_handle, checkout_url, provider_url, created_at, expires_at";
-  const SPEND_COLUMNS = "approval_id, kind, reservation_id, tool, price_mc, key_id, key_name, org_id, org_name, params_sha256, preview, preview_cut, reason, created_at, expires_at";
+  const SPEND_COLUMNS =
+    "approval_id, kind, reservation_id, tool, price_mc, key_id, key_name, org_id, org_name, params_sha256, preview, preview_cut, reason, created_at, expires_at";
   const goodSpend = {
-    id: "'G00D000001'", kind: "'spend'", res: "'res_1'", tool: "'everything__echo'", price: "1500", keyId: "'key_1'", keyName: "''",
-    orgId: "'org_1'", orgName: "'acme'", params: `'${"a".repeat(64)}'`, preview: "'{}'", cut: "0", reason: "NULL",
+    id: "'G00D000001'",
+    kind: "'spend'",
+    res: "'res_1'",
+    tool: "'everything__echo'",
+    price: "1500",
+    keyId: "'key_1'",
+    keyName: "''",
+    orgId: "'org_1'",
+    orgName: "'acme'",
+    params: `'${"a".repeat(64)}'`,
+    preview: "'{}'",
+    cut: "0",
+    reason: "NULL",
   };
   const insertSpend = (over: Partial<typeof goodSpend>) => {
     const v = { ...goodSpend, ...over };
@@ -605,7 +617,18 @@ describe("the schema's checks", () => {
       raw.close();
     });
   }
-  const good = { id: "'G00D000000'", kind: "'pay'", merchant: "'Shop'", amount: "'19.00'", currency: "'EUR'", card: "'card-2'", url: "'https://shop.example/'", provider: "NULL", created: `${T0}`, expires: `${T0 + 1}` };
+  const good = {
+    id: "'G00D000000'",
+    kind: "'pay'",
+    merchant: "'Shop'",
+    amount: "'19.00'",
+    currency: "'EUR'",
+    card: "'card-2'",
+    url: "'https://shop.example/'",
+    provider: "NULL",
+    created: `${T0}`,
+    expires: `${T0 + 1}`,
+  };
   const insert = (over: Partial<typeof good>) => {
     const v = { ...good, ...over };
     return `INSERT INTO asks (${COLUMNS}) VALUES (${v.id}, ${v.kind}, ${v.merchant}, ${v.amount}, ${v.currency}, ${v.card}, ${v.url}, ${v.provider}, ${v.created}, ${v.expires})`;
@@ -661,7 +684,9 @@ describe("versions", () => {
     v1.run("PRAGMA user_version = 1");
     v1.run(`INSERT INTO asks (approval_id, kind, merchant, amount, currency, card_handle, checkout_url, reason, created_at, expires_at)
             VALUES ('K7Q2M4XZ3A', 'pay', 'Example Shop', '19.00', 'EUR', 'card-2', 'https://shop.example/checkout/123', 'renew', ${T0}, ${T0 + TEN_MIN})`);
-    v1.run(`INSERT INTO asks (approval_id, kind, provider_url, created_at, expires_at) VALUES ('M4XZ3AK7Q2', 'account', 'https://provider.example/', ${T0}, ${T0 + TEN_MIN})`);
+    v1.run(
+      `INSERT INTO asks (approval_id, kind, provider_url, created_at, expires_at) VALUES ('M4XZ3AK7Q2', 'account', 'https://provider.example/', ${T0}, ${T0 + TEN_MIN})`,
+    );
     v1.run(`INSERT INTO decisions VALUES ('K7Q2M4XZ3A', 'approved', ${T0 + 5}, 'demo-3e40a688')`);
     v1.close();
     const clock = new TestClock();

@@ -213,7 +213,16 @@ describe("order of checks", () => {
       checkout_url: "http://x.example/",
       reason: "x".repeat(501),
     };
-    const expected = ["APPROVAL_ID_INVALID", "MERCHANT_INVALID", "CURRENCY_INVALID", "AMOUNT_INVALID", "CARD_HANDLE_INVALID", "URL_INVALID", "REASON_INVALID", "ok"];
+    const expected = [
+      "APPROVAL_ID_INVALID",
+      "MERCHANT_INVALID",
+      "CURRENCY_INVALID",
+      "AMOUNT_INVALID",
+      "CARD_HANDLE_INVALID",
+      "URL_INVALID",
+      "REASON_INVALID",
+      "ok",
+    ];
     const input: Record<string, unknown> = { ...bad };
     const seen: string[] = [];
     for (const key of [...Object.keys(bad), "done"]) {
@@ -256,7 +265,7 @@ describe("the card-number net", () => {
 
   test("the net wins over every other code", () => {
     expect(payCode({ extra: CARD })).toBe("CARD_NUMBER_REFUSED");
-    expect(payCode({ merchant: "" , reason: "4111 1111 1111 1111" })).toBe("CARD_NUMBER_REFUSED");
+    expect(payCode({ merchant: "", reason: "4111 1111 1111 1111" })).toBe("CARD_NUMBER_REFUSED");
     expect(payCode({ ...PAY, approval_id: "bad", reason: CARD })).toBe("CARD_NUMBER_REFUSED");
     expect(accountCode({ provider_url: `http://x.example/${CARD}` })).toBe("CARD_NUMBER_REFUSED");
     // Not an object at all is still BODY_INVALID: there are no fields to look into.

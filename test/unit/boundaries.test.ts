@@ -45,11 +45,12 @@ const under = (prefix: string) => files.filter((f) => f.path.startsWith(prefix))
 const matching = (fs: SourceFile[], re: RegExp) => fs.filter((f) => re.test(f.text)).map((f) => `${f.path}: ${re.exec(f.text)?.[0]}`);
 
 /** tsconfig files allow comments; these hold none inside strings. */
-const readTsconfig = (path: string) => JSON.parse(readFileSync(join(ROOT, path), "utf8").replace(/^\s*\/\/.*$/gm, "")) as {
-  compilerOptions?: { lib?: string[]; types?: string[] };
-  include?: string[];
-  exclude?: string[];
-};
+const readTsconfig = (path: string) =>
+  JSON.parse(readFileSync(join(ROOT, path), "utf8").replace(/^\s*\/\/.*$/gm, "")) as {
+    compilerOptions?: { lib?: string[]; types?: string[] };
+    include?: string[];
+    exclude?: string[];
+  };
 
 /** The source files a program starting at `entries` reads, following relative imports (type imports too). */
 function importGraph(entries: string[]): Set<string> {
@@ -126,7 +127,12 @@ describe("source boundaries", () => {
 
   test("only adapters/postgres uses Bun's SQL client, and it reaches only core, bun, node:fs and node:net", () => {
     const sqlClient = /(?:^|\n)\s*import\b[^;]*\bSQL\b[^;]*from\s*["']bun["']|\bBun\.(SQL|sql)\b/;
-    expect(matching(files.filter((f) => !f.path.startsWith("adapters/postgres/")), sqlClient)).toEqual([]);
+    expect(
+      matching(
+        files.filter((f) => !f.path.startsWith("adapters/postgres/")),
+        sqlClient,
+      ),
+    ).toEqual([]);
     expect(under("adapters/postgres/").length).toBeGreaterThanOrEqual(8);
     expect(edgesUnder("adapters/postgres/").filter((e) => !/ -> (core\/|adapters\/postgres\/|bun$|node:fs$|node:net$)/.test(e))).toEqual([]);
   });
@@ -163,7 +169,13 @@ describe("the browser's code and the server's", () => {
     expect(outside).toContain("core/money/millicents.ts");
     expect(outside.filter((p) => !p.startsWith("core/"))).toEqual([]);
     const shared = outside.map((p) => byPath.get(p)!);
-    expect(shared.flatMap((f) => importsOf(f.text).filter((s) => /^(bun|bun:.*|node:.*)$/.test(s)).map((s) => `${f.path} -> ${s}`))).toEqual([]);
+    expect(
+      shared.flatMap((f) =>
+        importsOf(f.text)
+          .filter((s) => /^(bun|bun:.*|node:.*)$/.test(s))
+          .map((s) => `${f.path} -> ${s}`),
+      ),
+    ).toEqual([]);
     expect(matching(shared, /\bBun\.|\bBuffer\b|process\./)).toEqual([]);
   });
 

@@ -36,8 +36,7 @@ const ZEROS = {
   adlam: 0x1e950,
   osmanya: 0x104a0,
 } as const;
-const inScript = (digits: string, zero: number): string =>
-  [...digits].map((c) => String.fromCodePoint(zero + Number(c))).join("");
+const inScript = (digits: string, zero: number): string => [...digits].map((c) => String.fromCodePoint(zero + Number(c))).join("");
 
 // The slow model, read straight from the Unicode data (not from the generated table): each
 // character's classes, a letter between two digits (looking past transparent characters and
@@ -116,7 +115,10 @@ describe("test fixtures", () => {
   });
 
   test("luhnValid agrees with the test's Luhn", () => {
-    fc.assert(fc.property(fc.stringMatching(/^[0-9]{1,25}$/), (d) => luhnValid(d) === luhn(d)), { numRuns: 2000 });
+    fc.assert(
+      fc.property(fc.stringMatching(/^[0-9]{1,25}$/), (d) => luhnValid(d) === luhn(d)),
+      { numRuns: 2000 },
+    );
     expect(luhnValid("")).toBe(false);
     expect(luhnValid("4111 1111")).toBe(false);
   });
@@ -238,7 +240,13 @@ describe("passed: near misses", () => {
   });
 
   test("a letter standing alone between digits is a separator", () => {
-    for (const text of ["4111111é111111111", "4111ж1111ж1111ж1111", "4111-ж-1111-ж-1111-ж-1111", "4111.é.1111.ж.1111.ب.1111", "4111\u200bж\u200b1111ǀ1111ǀ1111"]) {
+    for (const text of [
+      "4111111é111111111",
+      "4111ж1111ж1111ж1111",
+      "4111-ж-1111-ж-1111-ж-1111",
+      "4111.é.1111.ж.1111.ب.1111",
+      "4111\u200bж\u200b1111ǀ1111ǀ1111",
+    ]) {
       expect({ text, caught: containsCardNumber(text) }).toEqual({ text, caught: true });
     }
   });
@@ -293,10 +301,25 @@ describe("passed: near misses", () => {
 // Published test card numbers of the card networks (Visa, Mastercard, Amex, Discover, Diners,
 // JCB, UnionPay, Maestro), 13 to 16 digits, and a 19-digit one made with its check digit.
 const TEST_CARDS = [
-  "4111111111111111", "4012888888881881", "4222222222222", "5555555555554444", "5105105105105100", "2223000048400011",
-  "378282246310005", "371449635398431", "6011111111111117", "6011000990139424", "30569309025904", "38520000023237",
-  "3530111333300000", "3566002020360505", "6200000000000005", "6759649826438453", "6304000000000000",
-  "4000056655665556", withCheckDigit("601100000000000000"),
+  "4111111111111111",
+  "4012888888881881",
+  "4222222222222",
+  "5555555555554444",
+  "5105105105105100",
+  "2223000048400011",
+  "378282246310005",
+  "371449635398431",
+  "6011111111111117",
+  "6011000990139424",
+  "30569309025904",
+  "38520000023237",
+  "3530111333300000",
+  "3566002020360505",
+  "6200000000000005",
+  "6759649826438453",
+  "6304000000000000",
+  "4000056655665556",
+  withCheckDigit("601100000000000000"),
 ];
 const groupsOf = (n: string, sep: string) => n.replace(/(\d{4})(?=\d)/g, `$1${sep}`);
 const ALL_CPS = Array.from({ length: 0x110000 }, (_, cp) => cp).filter((cp) => cp < 0xd800 || cp > 0xdfff);
@@ -384,9 +407,7 @@ describe("the whole class, from the Unicode data", () => {
 
   test("every assigned mark, format character, separator and white space joins a run", () => {
     // (A "%" is left out: with the digits after it, it is a percent escape, tested above.)
-    const others = ALL_CPS.filter(
-      (cp) => assigned(cp) && !/^[LN]/.test(facts.category[cp]!) && /^[tsz]$/.test(classes(cp)) && readsAs(cp) !== "%",
-    );
+    const others = ALL_CPS.filter((cp) => assigned(cp) && !/^[LN]/.test(facts.category[cp]!) && /^[tsz]$/.test(classes(cp)) && readsAs(cp) !== "%");
     expect(others.length).toBeGreaterThan(9000);
     expect(misses(others, true, (cp) => groupsOf(VISA16, String.fromCodePoint(cp)))).toEqual([]);
   });
@@ -411,9 +432,7 @@ describe("the whole class, from the Unicode data", () => {
 });
 
 describe("properties", () => {
-  const anyNumber = fc
-    .tuple(fc.integer({ min: 13, max: 19 }), fc.stringMatching(/^[0-9]{18}$/))
-    .map(([len, body]) => withCheckDigit(body.slice(0, len - 1)));
+  const anyNumber = fc.tuple(fc.integer({ min: 13, max: 19 }), fc.stringMatching(/^[0-9]{18}$/)).map(([len, body]) => withCheckDigit(body.slice(0, len - 1)));
   const separator = fc.constantFrom(" ", ".", "-", "/", "_", ",", ":", "\u00a0", "\u2009", "\u3000", "\u200b", "\u00ad", "\n", "·", "+", "'");
   const script = fc.constantFrom(...Object.values(ZEROS));
 

@@ -51,6 +51,13 @@ describe("console figures", () => {
       "$1.23456",
       "-1.5¢",
     ]);
-    expect([parseMc("2,500"), parseMc(" 7 500 "), parseMc("-1"), parseMc("1.5"), parseMc(""), parseMc("99999999999999999")]).toEqual([2500, 7500, null, null, null, null]);
+    expect([parseMc("2,500"), parseMc(" 7 500 "), parseMc("-1"), parseMc("1.5"), parseMc(""), parseMc("99999999999999999")]).toEqual([
+      2500,
+      7500,
+      null,
+      null,
+      null,
+      null,
+    ]);
   });
 });

@@ -144,7 +144,12 @@ describe("expiry records", () => {
       ["0000000001", "denied"],
       ["K7Q2M4XZ3A", "expired"],
     ]);
-    expect(records[1]).toMatchObject({ recap_sha256: null, ref: null, decided_at: new Date(T0 + 1000).toISOString(), recorded_at: new Date(T0 + 2000).toISOString() });
+    expect(records[1]).toMatchObject({
+      recap_sha256: null,
+      ref: null,
+      decided_at: new Date(T0 + 1000).toISOString(),
+      recorded_at: new Date(T0 + 2000).toISOString(),
+    });
     // Deciding it now is refused, and changes nothing.
     expect(ledger.decide("K7Q2M4XZ3A", "approved", { ref: "demo-3e40a688", recapSha256: RECAP })).toEqual({ ok: false, reason: "expired" });
     clock.ms = T0 + 6000;
@@ -232,7 +237,13 @@ describe("the step behind an approval", () => {
     expect(second.failInterruptedSteps()).toEqual([]);
     expect(second.startStep("K7Q2M4XZ3A", RECAP)).toEqual({ ok: false, reason: "decided" });
     expect(verifiedRecords(second)).toEqual([
-      expect.objectContaining({ approval_id: "K7Q2M4XZ3A", decision: "failed", ref: "interrupted", recap_sha256: RECAP, decided_at: new Date(T0).toISOString() }),
+      expect.objectContaining({
+        approval_id: "K7Q2M4XZ3A",
+        decision: "failed",
+        ref: "interrupted",
+        recap_sha256: RECAP,
+        decided_at: new Date(T0).toISOString(),
+      }),
     ]);
     expect(second.get("0000000001")?.state).toBe("pending");
     second.close();
@@ -302,7 +313,9 @@ describe("the record's own rules", () => {
     expect(problem({ ref: "4111111111111111" })).toBe("ref: invalid value");
     expect(problem({ verb: "spend", ref: null })).toBe("spend: must be set exactly on a spend ask");
     expect(problem({ spend: { tool: "x" } })).toBe("spend: must be set exactly on a spend ask");
-    expect(problem({ verb: "spend", ref: null, spend: { reservation_id: "r", tool: "a__b", price_mc: 0, key_id: "k", org_id: "o", params_sha256: "a".repeat(64) } })).toBe("spend.price_mc: invalid value");
+    expect(
+      problem({ verb: "spend", ref: null, spend: { reservation_id: "r", tool: "a__b", price_mc: 0, key_id: "k", org_id: "o", params_sha256: "a".repeat(64) } }),
+    ).toBe("spend.price_mc: invalid value");
     expect(problem({ verb: "spend", decision: "failed", ref: "timeout", spend: {} })).toBe("decision: a spend ask has no step, so it cannot fail");
     expect(problem({ decided_at: "2026-11-30T09:00:00.001Z" })).toBe("decided_at: after recorded_at");
     expect(problem({ decided_at: "2026-11-30T09:00:00Z" })).toBe("decided_at: invalid value");

@@ -15,7 +15,17 @@ const vectors = readVectors(DECISION_VECTOR_DIR);
 describe("decision vectors through the library", () => {
   test("the set covers records, receipts that carry one, and their forgeries", () => {
     const names = vectors.map((v) => v.name);
-    for (const name of ["decision-spend-approved", "decision-expired", "decision-tamper-payload", "decision-tamper-readable", "receipt-approved-charged", "receipt-denied", "receipt-expired", "receipt-approval-other-params", "receipt-approved-no-approver-keys"]) {
+    for (const name of [
+      "decision-spend-approved",
+      "decision-expired",
+      "decision-tamper-payload",
+      "decision-tamper-readable",
+      "receipt-approved-charged",
+      "receipt-denied",
+      "receipt-expired",
+      "receipt-approval-other-params",
+      "receipt-approved-no-approver-keys",
+    ]) {
       expect(names).toContain(`${name}.vector`);
     }
     expect(vectors.filter((v) => v.exit === 0).length).toBeGreaterThanOrEqual(8);
@@ -36,7 +46,10 @@ describe("decision vectors through the library", () => {
 });
 
 describe("the approver's chain through an export", () => {
-  const lines = readFileSync(DECISION_VECTOR_EXPORT, "utf8").trimEnd().split("\n").map((l) => JSON.parse(l));
+  const lines = readFileSync(DECISION_VECTOR_EXPORT, "utf8")
+    .trimEnd()
+    .split("\n")
+    .map((l) => JSON.parse(l));
   const keys = ReceiptKeys.fromJwks(approverJwks);
   const follow = (records: unknown[]) => {
     const chain = new DecisionChain();

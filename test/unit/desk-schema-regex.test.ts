@@ -54,10 +54,66 @@ describe("patterns run on RE2 with ECMA-262's meaning", () => {
     "^[\\-a]$",
     "^[^\\n]*$",
   ];
-  const ALPHABET = ["a", "b", "A", "z", "0", "9", " ", "\t", "\n", "\r", "\u00a0", "\u2028", "\u2029", "\ufeff", "\u3000", "\u200b", "\b", "\u0000", "😀", "α", "Ω", "-", "/", "[", ":", "_", "é"];
+  const ALPHABET = [
+    "a",
+    "b",
+    "A",
+    "z",
+    "0",
+    "9",
+    " ",
+    "\t",
+    "\n",
+    "\r",
+    "\u00a0",
+    "\u2028",
+    "\u2029",
+    "\ufeff",
+    "\u3000",
+    "\u200b",
+    "\b",
+    "\u0000",
+    "😀",
+    "α",
+    "Ω",
+    "-",
+    "/",
+    "[",
+    ":",
+    "_",
+    "é",
+  ];
 
   test("RE2 and ECMA-262 agree on every pattern, for chosen and random strings", () => {
-    const samples = ["", "a", "aa", "aaa!", "ab", "a\nb", "a\rb", "a\u2028b", "axb", " ", "\u00a0", "\ufeff", "😀", "\uD83D\uDE00", "ΑΒΓ", "ABC", "1234-56", "555-1234", "\b", "\u0000", "\n", "[", ":", "/path", "word", "a word b", "2026-12"];
+    const samples = [
+      "",
+      "a",
+      "aa",
+      "aaa!",
+      "ab",
+      "a\nb",
+      "a\rb",
+      "a\u2028b",
+      "axb",
+      " ",
+      "\u00a0",
+      "\ufeff",
+      "😀",
+      "\uD83D\uDE00",
+      "ΑΒΓ",
+      "ABC",
+      "1234-56",
+      "555-1234",
+      "\b",
+      "\u0000",
+      "\n",
+      "[",
+      ":",
+      "/path",
+      "word",
+      "a word b",
+      "2026-12",
+    ];
     for (const pattern of PATTERNS) {
       const js = new RegExp(pattern, "u");
       const re2 = linearRegExp(pattern, "u");
@@ -132,11 +188,25 @@ describe("uniqueItems compares items by canonical key", () => {
   const unique = compileArgsSchema({ type: "object", properties: { xs: { type: "array", uniqueItems: true } } });
 
   test("equal as JSON values, whatever the key order; distinct across types", () => {
-    expect(unique({ xs: [{ a: 1, b: [1, { c: 2, d: 3 }] }, { b: [1, { d: 3, c: 2 }], a: 1 }] })).toEqual([{ path: "/xs", rule: "uniqueItems" }]);
+    expect(
+      unique({
+        xs: [
+          { a: 1, b: [1, { c: 2, d: 3 }] },
+          { b: [1, { d: 3, c: 2 }], a: 1 },
+        ],
+      }),
+    ).toEqual([{ path: "/xs", rule: "uniqueItems" }]);
     expect(unique({ xs: [1, 1.0] })).toEqual([{ path: "/xs", rule: "uniqueItems" }]);
     expect(unique({ xs: [0, -0] })).toEqual([{ path: "/xs", rule: "uniqueItems" }]);
     expect(unique({ xs: [1, "1", [1], { "1": 1 }, true, null, "true", "null"] })).toEqual([]);
-    expect(unique({ xs: [[1, 2], [2, 1]] })).toEqual([]);
+    expect(
+      unique({
+        xs: [
+          [1, 2],
+          [2, 1],
+        ],
+      }),
+    ).toEqual([]);
     expect(compileArgsSchema({ type: "object", properties: { xs: { type: "array", uniqueItems: false } } })({ xs: [1, 1] })).toEqual([]);
   });
 

@@ -11,7 +11,13 @@ import { isSafeRef } from "../../src/core/ids.ts";
 
 const spec = readFileSync(join(import.meta.dir, "../../SPEC.md"), "utf8");
 
-const cells = (row: string) => row.trim().replace(/^\|/, "").replace(/\|$/, "").split("|").map((c) => c.trim());
+const cells = (row: string) =>
+  row
+    .trim()
+    .replace(/^\|/, "")
+    .replace(/\|$/, "")
+    .split("|")
+    .map((c) => c.trim());
 
 type Table = { line: number; header: string[]; rows: { line: number; cells: string[] }[] };
 
@@ -57,7 +63,13 @@ describe("SPEC.md's error tables against src/core/errors.ts", () => {
   });
 
   test("every code in a code column is a code of the table", () => {
-    const unknown = errorTables.flatMap((t) => t.rows.flatMap((r) => codesIn(r.cells[codeColumn(t)] ?? "").filter((c) => !isErrorCode(c)).map((c) => `SPEC.md:${r.line} ${c}`)));
+    const unknown = errorTables.flatMap((t) =>
+      t.rows.flatMap((r) =>
+        codesIn(r.cells[codeColumn(t)] ?? "")
+          .filter((c) => !isErrorCode(c))
+          .map((c) => `SPEC.md:${r.line} ${c}`),
+      ),
+    );
     expect(unknown).toEqual([]);
   });
 

@@ -40,7 +40,15 @@ describe("--alert-webhook", () => {
   test("http or https, no credentials, at most 2048 characters", () => {
     expect(parseAlertWebhookUrl("https://hooks.example.com/ask-only")?.href).toBe("https://hooks.example.com/ask-only");
     expect(parseAlertWebhookUrl("http://127.0.0.1:9000/alerts")?.port).toBe("9000");
-    for (const bad of ["ftp://x.example/", "https://user:pw@hooks.example.com/", "https://token@hooks.example.com/", "not a url", "/relative", `https://x.example/${"a".repeat(2048)}`, "file:///etc/passwd"]) {
+    for (const bad of [
+      "ftp://x.example/",
+      "https://user:pw@hooks.example.com/",
+      "https://token@hooks.example.com/",
+      "not a url",
+      "/relative",
+      `https://x.example/${"a".repeat(2048)}`,
+      "file:///etc/passwd",
+    ]) {
       expect(parseAlertWebhookUrl(bad)).toBeNull();
     }
   });

@@ -67,33 +67,38 @@ describe("threshold marks and crossings", () => {
       fc.record({ kind: fc.constant("settle" as const), pick: fc.nat(), charge: fc.boolean() }),
     );
     fc.assert(
-      fc.property(fc.integer({ min: 0, max: 3000 }), fc.uniqueArray(fc.integer({ min: 1, max: 100 }), { maxLength: 10 }), fc.array(op, { maxLength: 120 }), (budget, thresholds, ops: Op[]) => {
-        let reserved = 0; // the ledger's spent_mc: charges plus reservations in flight
-        let charged = 0; // settled charges of the period
-        const open: number[] = [];
-        const fired = new Map<number, number>();
-        const settle = (i: number, charge: boolean) => {
-          const [price] = open.splice(i, 1) as [number];
-          if (!charge) {
-            reserved -= price;
-            return;
+      fc.property(
+        fc.integer({ min: 0, max: 3000 }),
+        fc.uniqueArray(fc.integer({ min: 1, max: 100 }), { maxLength: 10 }),
+        fc.array(op, { maxLength: 120 }),
+        (budget, thresholds, ops: Op[]) => {
+          let reserved = 0; // the ledger's spent_mc: charges plus reservations in flight
+          let charged = 0; // settled charges of the period
+          const open: number[] = [];
+          const fired = new Map<number, number>();
+          const settle = (i: number, charge: boolean) => {
+            const [price] = open.splice(i, 1) as [number];
+            if (!charge) {
+              reserved -= price;
+              return;
+            }
+            for (const c of crossedByCharge(budget, charged, charged + price, thresholds)) fired.set(c.threshold_pct, (fired.get(c.threshold_pct) ?? 0) + 1);
+            charged += price;
+          };
+          for (const o of ops) {
+            if (o.kind === "reserve" && reserved + o.price <= budget) {
+              reserved += o.price;
+              open.push(o.price);
+            } else if (o.kind === "settle" && open.length > 0) settle(o.pick % open.length, o.charge);
           }
-          for (const c of crossedByCharge(budget, charged, charged + price, thresholds)) fired.set(c.threshold_pct, (fired.get(c.threshold_pct) ?? 0) + 1);
-          charged += price;
-        };
-        for (const o of ops) {
-          if (o.kind === "reserve" && reserved + o.price <= budget) {
-            reserved += o.price;
-            open.push(o.price);
-          } else if (o.kind === "settle" && open.length > 0) settle(o.pick % open.length, o.charge);
-        }
-        while (open.length > 0) settle(0, true);
-        for (const pct of thresholds) {
-          const reached = budget > 0 && charged >= thresholdMc(budget, pct);
-          if ((fired.get(pct) ?? 0) !== (reached ? 1 : 0)) return false;
-        }
-        return charged <= budget;
-      }),
+          while (open.length > 0) settle(0, true);
+          for (const pct of thresholds) {
+            const reached = budget > 0 && charged >= thresholdMc(budget, pct);
+            if ((fired.get(pct) ?? 0) !== (reached ? 1 : 0)) return false;
+          }
+          return charged <= budget;
+        },
+      ),
       { numRuns: 500 },
     );
   });

@@ -4,7 +4,15 @@
 import { describe, expect, test } from "bun:test";
 import fc from "fast-check";
 import { type OrgRecord, openOrgRecord, orgChainProblems, orgRecordProblem, signOrgRecord } from "../../src/core/finance/org-records.ts";
-import { computeStatement, parseStatementPeriod, type Statement, StatementError, type StatementFields, signStatement, statementProblem } from "../../src/core/finance/statement.ts";
+import {
+  computeStatement,
+  parseStatementPeriod,
+  type Statement,
+  StatementError,
+  type StatementFields,
+  signStatement,
+  statementProblem,
+} from "../../src/core/finance/statement.ts";
 import { verifyStatement } from "../../src/core/finance/statement-verify.ts";
 import { generateSigningKey, jwksOf, loadSigner, ReceiptKeys, sha256Hex } from "../../src/core/receipt/index.ts";
 import { exportLines, type HistoryEvent, orgHistory } from "../helpers/org-history.ts";
@@ -39,7 +47,12 @@ describe("periods", () => {
   test("YYYY-MM and real YYYY-MM-DD dates, with their UTC start and end", () => {
     expect(parseStatementPeriod("2026-11")).toEqual({ period: "2026-11", kind: "month", start: "2026-11-01T00:00:00.000Z", end: "2026-12-01T00:00:00.000Z" });
     expect(parseStatementPeriod("2026-12")?.end).toBe("2027-01-01T00:00:00.000Z");
-    expect(parseStatementPeriod("2028-02-29")).toEqual({ period: "2028-02-29", kind: "day", start: "2028-02-29T00:00:00.000Z", end: "2028-03-01T00:00:00.000Z" });
+    expect(parseStatementPeriod("2028-02-29")).toEqual({
+      period: "2028-02-29",
+      kind: "day",
+      start: "2028-02-29T00:00:00.000Z",
+      end: "2028-03-01T00:00:00.000Z",
+    });
     for (const bad of ["2026-13", "2026-02-30", "2027-02-29", "2026-1", "2026-11-1", "none", "2026-11-01T00"]) expect(parseStatementPeriod(bad)).toBeNull();
   });
 });
@@ -66,8 +79,28 @@ describe("the figures, against sums worked out by hand", () => {
       receipts: { count: 4, first: { id: r2!.id, issued_at: "2026-11-01T00:00:00.000Z" }, last: { id: r5!.id, issued_at: "2026-11-30T23:59:59.999Z" } },
     });
     expect(s.tools).toEqual([
-      { tool: "t1", calls: 3, charged_calls: 1, charged_mc: 2_000, upstream_cost_mc: 500, margin_mc: 1_500, refunded_calls: 1, refunded_price_mc: 3_000, refused_calls: 1 },
-      { tool: "t2", calls: 1, charged_calls: 1, charged_mc: 5_000, upstream_cost_mc: 6_000, margin_mc: -1_000, refunded_calls: 0, refunded_price_mc: 0, refused_calls: 0 },
+      {
+        tool: "t1",
+        calls: 3,
+        charged_calls: 1,
+        charged_mc: 2_000,
+        upstream_cost_mc: 500,
+        margin_mc: 1_500,
+        refunded_calls: 1,
+        refunded_price_mc: 3_000,
+        refused_calls: 1,
+      },
+      {
+        tool: "t2",
+        calls: 1,
+        charged_calls: 1,
+        charged_mc: 5_000,
+        upstream_cost_mc: 6_000,
+        margin_mc: -1_000,
+        refunded_calls: 0,
+        refunded_price_mc: 0,
+        refused_calls: 0,
+      },
     ]);
     // Key A's head is its November refusal (seq 3): its December charge (seq 4) is after the period.
     expect(s.chains).toEqual([
@@ -117,7 +150,9 @@ describe("the figures, against sums worked out by hand", () => {
   });
 
   test("an organization without a budget: balances null; a daily budget refuses a monthly statement", () => {
-    const h = orgHistory(signer, ORG, "none", {}, [{ kind: "receipt", key: A, at: "2026-11-03T00:00:00.000Z", outcome: "charged", tool: "t1", price: 700, upstream: 100 }]);
+    const h = orgHistory(signer, ORG, "none", {}, [
+      { kind: "receipt", key: A, at: "2026-11-03T00:00:00.000Z", outcome: "charged", tool: "t1", price: 700, upstream: 100 },
+    ]);
     expect(statementOf(h, "2026-11", "2026-12-01T00:00:00.000Z")).toMatchObject({
       reset: null,
       opening_budget_mc: null,
@@ -135,12 +170,37 @@ describe("the figures, against sums worked out by hand", () => {
 describe("budget records", () => {
   test("a top-up record reads strictly and opens under the JWKS", () => {
     const topup = prepaid.records[1]!.envelope;
-    expect(topup.record).toMatchObject({ v: 1, type: "topup", org_id: ORG, amount_mc: 50_000, budget_mc: 150_000, reference: "stripe:cs_test_123", seq: 2, kid: signer.kid });
-    expect(Object.keys(topup.record)).toEqual(["v", "type", "id", "kid", "issued_at", "org_id", "amount_mc", "budget_mc", "reset", "reference", "seq", "prev_sha256"]);
+    expect(topup.record).toMatchObject({
+      v: 1,
+      type: "topup",
+      org_id: ORG,
+      amount_mc: 50_000,
+      budget_mc: 150_000,
+      reference: "stripe:cs_test_123",
+      seq: 2,
+      kid: signer.kid,
+    });
+    expect(Object.keys(topup.record)).toEqual([
+      "v",
+      "type",
+      "id",
+      "kid",
+      "issued_at",
+      "org_id",
+      "amount_mc",
+      "budget_mc",
+      "reset",
+      "reference",
+      "seq",
+      "prev_sha256",
+    ]);
     expect(openOrgRecord(topup, keys)).toMatchObject({ ok: true });
     const tampered = { ...topup, record: { ...topup.record, amount_mc: 60_000 } };
     expect(openOrgRecord(tampered, keys)).toEqual({ ok: false, problem: "the readable record differs from the signed payload" });
-    expect(openOrgRecord(topup, ReceiptKeys.fromJwks(jwksOf(generateSigningKey().publicJwk)))).toEqual({ ok: false, problem: "unknown kid (not in the key set)" });
+    expect(openOrgRecord(topup, ReceiptKeys.fromJwks(jwksOf(generateSigningKey().publicJwk)))).toEqual({
+      ok: false,
+      problem: "unknown kid (not in the key set)",
+    });
     for (const bad of [
       { ...topup.record, amount_mc: 0 },
       { ...topup.record, reference: "has space" },
@@ -159,13 +219,20 @@ describe("budget records", () => {
     expect(orgChainProblems(opened, ORG)).toEqual([]);
     const [first, second, third] = opened as [(typeof opened)[0], (typeof opened)[0], (typeof opened)[0]];
     const bent = (patch: Record<string, unknown>) => ({ record: { ...second.record, ...patch } as typeof second.record, payloadSha256: second.payloadSha256 });
-    expect(orgChainProblems([first, third], ORG)).toEqual(["records[1] (seq 3): expected seq 2 (a record is missing or out of order)", "records[1] (seq 3): budget_mc 170000 is not 100000 + 20000"]);
+    expect(orgChainProblems([first, third], ORG)).toEqual([
+      "records[1] (seq 3): expected seq 2 (a record is missing or out of order)",
+      "records[1] (seq 3): budget_mc 170000 is not 100000 + 20000",
+    ]);
     expect(orgChainProblems([first, bent({ budget_mc: 150_001 })], ORG)).toEqual(["records[1] (seq 2): budget_mc 150001 is not 100000 + 50000"]);
-    expect(orgChainProblems([first, bent({ reset: "monthly" })], ORG)).toEqual(["records[1] (seq 2): reset changes from none to monthly (it is fixed with the first record)"]);
+    expect(orgChainProblems([first, bent({ reset: "monthly" })], ORG)).toEqual([
+      "records[1] (seq 2): reset changes from none to monthly (it is fixed with the first record)",
+    ]);
     expect(orgChainProblems([first, bent({ issued_at: "2026-09-01T00:00:00.000Z" })], ORG)).toEqual(["records[1] (seq 2): issued_at goes back before seq 1"]);
     expect(orgChainProblems([first, bent({ prev_sha256: "0".repeat(64) })], ORG)).toEqual(["records[1] (seq 2): prev_sha256 differs from the hash of seq 1"]);
     expect(orgChainProblems([first, second], "org_zzzzzzzzzzzzzzzz")).toHaveLength(2);
-    expect(orgChainProblems([{ ...second, record: { ...second.record, seq: 1, prev_sha256: null } }], ORG)).toEqual(["records[0] (seq 1): the first record of an organization sets its budget"]);
+    expect(orgChainProblems([{ ...second, record: { ...second.record, seq: 1, prev_sha256: null } }], ORG)).toEqual([
+      "records[0] (seq 1): the first record of an organization sets its budget",
+    ]);
     const again = { ...third, record: { ...third.record, reference: second.record.type === "topup" ? second.record.reference : "" } as typeof third.record };
     expect(orgChainProblems([first, second, again], ORG)).toEqual(["records[2] (seq 3): reference used by an earlier top-up"]);
   });
@@ -199,7 +266,11 @@ describe("the verifier", () => {
 
   test("one receipt removed from the export fails, with a precise message", () => {
     // A middle one: the chain shows the gap and the figures the charge it held.
-    const noMiddle = verifyStatement(signedNov, jwks, lines.filter((_, i) => i !== 1));
+    const noMiddle = verifyStatement(
+      signedNov,
+      jwks,
+      lines.filter((_, i) => i !== 1),
+    );
     expect(noMiddle.ok).toBe(false);
     expect(problemsOf(noMiddle)).toEqual(
       expect.arrayContaining([
@@ -209,11 +280,24 @@ describe("the verifier", () => {
       ]),
     );
     // The last of a key in the period: no gap, but its head and its figures differ.
-    const noHead = verifyStatement(signedNov, jwks, lines.filter((_, i) => i !== 4));
+    const noHead = verifyStatement(
+      signedNov,
+      jwks,
+      lines.filter((_, i) => i !== 4),
+    );
     expect(noHead.checks.find((c) => c.name === "chains")!.ok).toBe(true);
-    expect(problemsOf(noHead)).toEqual(expect.arrayContaining([`chains[${B}].seq: the statement says 2, the receipts give 1`, "charges.amount_mc: the statement says 7000, the receipts give 5000"]));
+    expect(problemsOf(noHead)).toEqual(
+      expect.arrayContaining([
+        `chains[${B}].seq: the statement says 2, the receipts give 1`,
+        "charges.amount_mc: the statement says 7000, the receipts give 5000",
+      ]),
+    );
     // One from before the period: the opening balance needs it.
-    const noOctober = verifyStatement(signedNov, jwks, lines.filter((_, i) => i !== 0));
+    const noOctober = verifyStatement(
+      signedNov,
+      jwks,
+      lines.filter((_, i) => i !== 0),
+    );
     expect(problemsOf(noOctober)).toEqual(expect.arrayContaining(["opening_balance_mc: the statement says 90000, the receipts give 100000"]));
   });
 
@@ -247,7 +331,9 @@ describe("the verifier", () => {
   });
 
   test("other organizations' receipts and receipts after the period are ignored; a forged or repeated line is not", () => {
-    const other = orgHistory(signer, "org_zzzzzzzzzzzzzzzz", "none", {}, [{ kind: "receipt", key: "key_cccccccccccccccc", at: "2026-11-02T00:00:00.000Z", outcome: "charged", tool: "t1", price: 9, upstream: 0 }]);
+    const other = orgHistory(signer, "org_zzzzzzzzzzzzzzzz", "none", {}, [
+      { kind: "receipt", key: "key_cccccccccccccccc", at: "2026-11-02T00:00:00.000Z", outcome: "charged", tool: "t1", price: 9, upstream: 0 },
+    ]);
     const mixed = [...exportLines(other.envelopes), ...lines];
     const v = verifyStatement(signedNov, jwks, mixed);
     expect(v.ok).toBe(true);
@@ -263,9 +349,16 @@ describe("the verifier", () => {
     const s = structuredClone(signedNov.statement) as Statement;
     s.records[1] = { ...s.records[1]!, record: { ...s.records[1]!.record, amount_mc: 1 } as OrgRecord };
     const { v: _v, type: _t, kid: _k, ...fields } = s;
-    expect(problemsOf(verifyStatement(signStatement(signer, fields), jwks, lines))).toContain("records[1]: the readable record differs from the signed payload");
+    expect(problemsOf(verifyStatement(signStatement(signer, fields), jwks, lines))).toContain(
+      "records[1]: the readable record differs from the signed payload",
+    );
 
-    const missing = signOrgRecord(signer, { ...prepaid.records[1]!.record, id: "orec_elsewhere", issued_at: "2026-11-11T00:00:00.000Z", reference: "stripe:cs_other" });
+    const missing = signOrgRecord(signer, {
+      ...prepaid.records[1]!.record,
+      id: "orec_elsewhere",
+      issued_at: "2026-11-11T00:00:00.000Z",
+      reference: "stripe:cs_other",
+    });
     expect(problemsOf(verifyStatement(signedNov, jwks, lines, [missing]))).toEqual([
       "held record 1 (seq 2, orec_elsewhere): issued before 2026-12-01T00:00:00.000Z but not in the statement",
     ]);
@@ -275,14 +368,40 @@ describe("the verifier", () => {
 
 describe("property: random histories verify, and any single mutation fails", () => {
   const KEYS = [A, B, "key_cccccccccccccccc"];
-  const OUTCOMES = ["charged", "charged", "charged", "refunded_upstream_error", "refunded_timeout", "refused_budget", "refused_not_allowed", "refunded_abandoned"] as const;
+  const OUTCOMES = [
+    "charged",
+    "charged",
+    "charged",
+    "refunded_upstream_error",
+    "refunded_timeout",
+    "refused_budget",
+    "refused_not_allowed",
+    "refunded_abandoned",
+  ] as const;
   const START = Date.parse("2026-10-20T00:00:00.000Z");
   const SPAN = 45 * 86_400_000;
 
   const eventArb = fc.oneof(
-    { weight: 6, arbitrary: fc.record({ kind: fc.constant("receipt" as const), key: fc.constantFrom(...KEYS), outcome: fc.constantFrom(...OUTCOMES), tool: fc.constantFrom("t1", "t2", "t3"), price: fc.integer({ min: 0, max: 5000 }), upstream: fc.integer({ min: 0, max: 3000 }), t: fc.integer({ min: 0, max: SPAN }) }) },
-    { weight: 1, arbitrary: fc.record({ kind: fc.constant("topup" as const), amount: fc.integer({ min: 1, max: 50_000 }), t: fc.integer({ min: 0, max: SPAN }) }) },
-    { weight: 1, arbitrary: fc.record({ kind: fc.constant("set" as const), budget: fc.integer({ min: 0, max: 200_000 }), t: fc.integer({ min: 0, max: SPAN }) }) },
+    {
+      weight: 6,
+      arbitrary: fc.record({
+        kind: fc.constant("receipt" as const),
+        key: fc.constantFrom(...KEYS),
+        outcome: fc.constantFrom(...OUTCOMES),
+        tool: fc.constantFrom("t1", "t2", "t3"),
+        price: fc.integer({ min: 0, max: 5000 }),
+        upstream: fc.integer({ min: 0, max: 3000 }),
+        t: fc.integer({ min: 0, max: SPAN }),
+      }),
+    },
+    {
+      weight: 1,
+      arbitrary: fc.record({ kind: fc.constant("topup" as const), amount: fc.integer({ min: 1, max: 50_000 }), t: fc.integer({ min: 0, max: SPAN }) }),
+    },
+    {
+      weight: 1,
+      arbitrary: fc.record({ kind: fc.constant("set" as const), budget: fc.integer({ min: 0, max: 200_000 }), t: fc.integer({ min: 0, max: SPAN }) }),
+    },
   );
 
   const historyArb = fc.record({

@@ -3,7 +3,13 @@
 // ours on the same deliveries.
 import { describe, expect, test } from "bun:test";
 import Stripe from "stripe";
-import { checkStripeSignature, parseStripeSignature, readStripeWebhook, type StripeWebhookConfig, stripeSecretProblem } from "../../src/core/finance/stripe-webhook.ts";
+import {
+  checkStripeSignature,
+  parseStripeSignature,
+  readStripeWebhook,
+  type StripeWebhookConfig,
+  stripeSecretProblem,
+} from "../../src/core/finance/stripe-webhook.ts";
 import { parseTopupRates, TopupRateError, toMillicents } from "../../src/core/finance/topup-rates.ts";
 
 const stripe = new Stripe("sk_test_not_used_for_any_request");
@@ -151,7 +157,12 @@ describe("Stripe-Signature, with headers made by Stripe's library", () => {
     const good = (await signed(body)).split(",")[1]!;
     const stale = (await signed(body, { secret: OTHER_SECRET })).split(",")[1]!;
     const v0 = `v0=${"cd".repeat(32)}`;
-    for (const header of [`t=${NOW_S},${stale},${good}`, `t=${NOW_S},${good},${stale}`, `t=${NOW_S},${v0},${stale},${good}`, `${good},t=${NOW_S},x9=anything`]) {
+    for (const header of [
+      `t=${NOW_S},${stale},${good}`,
+      `t=${NOW_S},${good},${stale}`,
+      `t=${NOW_S},${v0},${stale},${good}`,
+      `${good},t=${NOW_S},x9=anything`,
+    ]) {
       expect(await stripeAccepts(body, header)).toBe(true);
       expect(readStripeWebhook(header, bytes(body), config, NOW_MS).kind).toBe("topup");
     }
@@ -177,7 +188,10 @@ describe("Stripe-Signature, with headers made by Stripe's library", () => {
       `t=${NOW_S},${good},${"v0=x,".repeat(40)}v0=x`, // too many entries
     ];
     for (const header of cases) {
-      expect({ header, verdict: readStripeWebhook(header, bytes(body), config, NOW_MS) }).toMatchObject({ header, verdict: { kind: "refused", reason: "SIGNATURE_HEADER_MALFORMED" } });
+      expect({ header, verdict: readStripeWebhook(header, bytes(body), config, NOW_MS) }).toMatchObject({
+        header,
+        verdict: { kind: "refused", reason: "SIGNATURE_HEADER_MALFORMED" },
+      });
     }
     expect(readStripeWebhook(null, bytes(body), config, NOW_MS)).toMatchObject({ reason: "SIGNATURE_HEADER_MISSING" });
     expect(readStripeWebhook("", bytes(body), config, NOW_MS)).toMatchObject({ reason: "SIGNATURE_HEADER_MISSING" });
@@ -198,14 +212,26 @@ describe("the event, read strictly once its signature holds", () => {
   });
 
   test("other event types and sessions without metadata.org_id are ignored, not refused", async () => {
-    expect(await verdictOf({}, { type: "checkout.session.expired" })).toMatchObject({ kind: "ignored", reason: "EVENT_TYPE", type: "checkout.session.expired" });
-    expect(await verdictOf({}, { type: "invoice.paid", data: { object: { id: "in_1", object: "invoice" } } })).toMatchObject({ kind: "ignored", reason: "EVENT_TYPE" });
+    expect(await verdictOf({}, { type: "checkout.session.expired" })).toMatchObject({
+      kind: "ignored",
+      reason: "EVENT_TYPE",
+      type: "checkout.session.expired",
+    });
+    expect(await verdictOf({}, { type: "invoice.paid", data: { object: { id: "in_1", object: "invoice" } } })).toMatchObject({
+      kind: "ignored",
+      reason: "EVENT_TYPE",
+    });
     expect(await verdictOf({ metadata: {} })).toMatchObject({ kind: "ignored", reason: "NO_ORG" });
     expect(await verdictOf({ metadata: null })).toMatchObject({ kind: "ignored", reason: "NO_ORG" });
   });
 
   test("amounts and currencies: integers only, a configured rate, a zero-decimal currency", async () => {
-    expect(await verdictOf({ amount_total: 1500, currency: "jpy" })).toMatchObject({ kind: "topup", currency: "JPY", amountMinor: 1500, amountMc: 150_000_000 });
+    expect(await verdictOf({ amount_total: 1500, currency: "jpy" })).toMatchObject({
+      kind: "topup",
+      currency: "JPY",
+      amountMinor: 1500,
+      amountMc: 150_000_000,
+    });
     expect(await verdictOf({ currency: "usd" })).toMatchObject({ kind: "refused", reason: "CURRENCY_NOT_CONFIGURED", detail: "no --topup-rate for USD" });
     expect(await verdictOf({ amount_total: 2 ** 53 - 1 })).toMatchObject({ kind: "refused", reason: "AMOUNT_TOO_LARGE" });
     for (const amount_total of [20.5, -1, 0, null, "2000", 2 ** 53]) {
@@ -246,7 +272,20 @@ describe("top-up rates and the endpoint secret", () => {
       ["USD", 930],
       ["JPY", 65000],
     ]);
-    for (const bad of ["EUR", "EUR=", "eur=1000", "EUR=0", "EUR=01", "EUR=1.5", "EUR=-1", "EUR=1e3", "XXX=1", "HRK=1000", " EUR=1000", "EUR=9007199254740992"]) {
+    for (const bad of [
+      "EUR",
+      "EUR=",
+      "eur=1000",
+      "EUR=0",
+      "EUR=01",
+      "EUR=1.5",
+      "EUR=-1",
+      "EUR=1e3",
+      "XXX=1",
+      "HRK=1000",
+      " EUR=1000",
+      "EUR=9007199254740992",
+    ]) {
       expect(() => parseTopupRates([bad])).toThrow(TopupRateError);
     }
     expect(() => parseTopupRates(["EUR=1000", "EUR=2000"])).toThrow("given twice");

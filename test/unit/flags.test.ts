@@ -77,7 +77,11 @@ describe("help is printed from the tables", () => {
     named.delete("ASK_ONLY_VERSION"); // the build's --define, not a setting
     for (const given of STEP_VARIABLES) named.delete(given); // what the approver gives its --on-approve step
     const flagTables: readonly (readonly Flag[])[] = [APPROVER_FLAGS, CERTS_FLAGS, DESK_FLAGS, VERIFY_RECEIPT_FLAGS];
-    const inTables = new Set<string | undefined>([...flagTables.flatMap((t) => t.map((f) => f.env)), ...SERVE_MCP_ENV.map((s) => s.env), ...DESK_ENV.map((s) => s.env)]);
+    const inTables = new Set<string | undefined>([
+      ...flagTables.flatMap((t) => t.map((f) => f.env)),
+      ...SERVE_MCP_ENV.map((s) => s.env),
+      ...DESK_ENV.map((s) => s.env),
+    ]);
     expect([...named].filter((n) => !inTables.has(n))).toEqual([]);
   });
 });
@@ -91,7 +95,12 @@ function specTable(heading: string): string[][] {
   const rows: string[][] = [];
   for (const line of lines.slice(first + 2)) {
     if (!line.startsWith("|")) break;
-    rows.push(line.slice(1, -1).split(" | ").map((c) => c.trim()));
+    rows.push(
+      line
+        .slice(1, -1)
+        .split(" | ")
+        .map((c) => c.trim()),
+    );
   }
   return rows;
 }

@@ -1,14 +1,7 @@
 import { describe, expect, test } from "bun:test";
 import fc from "fast-check";
 import { ERRORS } from "../../src/core/errors.ts";
-import {
-  CROCKFORD_ALPHABET,
-  isApprovalId,
-  isSafeRef,
-  mintApprovalId,
-  mintDemoRef,
-  normalizeApprovalIdInput,
-} from "../../src/core/ids.ts";
+import { CROCKFORD_ALPHABET, isApprovalId, isSafeRef, mintApprovalId, mintDemoRef, normalizeApprovalIdInput } from "../../src/core/ids.ts";
 
 const fixedBytes = (bytes: number[]) => (n: number) => Uint8Array.from(bytes.slice(0, n));
 
@@ -61,8 +54,22 @@ describe("approval ids", () => {
   test("isApprovalId is exact: 10 uppercase alphabet characters and nothing else", () => {
     expect(isApprovalId("K7Q2M4XZ3A")).toBe(true);
     for (const bad of [
-      "k7q2m4xz3a", "K7Q2M4XZ3", "K7Q2M4XZ3AB", " K7Q2M4XZ3A", "K7Q2M4XZ3A\n", "K7Q2M4XZ3I", "K7Q2M4XZ3L",
-      "K7Q2M4XZ3O", "K7Q2M4XZ3U", "K7Q2M4XZ3-", "Ｋ7Q2M4XZ3A", "", 1234567890, null, undefined, ["K7Q2M4XZ3A"],
+      "k7q2m4xz3a",
+      "K7Q2M4XZ3",
+      "K7Q2M4XZ3AB",
+      " K7Q2M4XZ3A",
+      "K7Q2M4XZ3A\n",
+      "K7Q2M4XZ3I",
+      "K7Q2M4XZ3L",
+      "K7Q2M4XZ3O",
+      "K7Q2M4XZ3U",
+      "K7Q2M4XZ3-",
+      "Ｋ7Q2M4XZ3A",
+      "",
+      1234567890,
+      null,
+      undefined,
+      ["K7Q2M4XZ3A"],
     ]) {
       expect({ bad: String(bad), ok: isApprovalId(bad) }).toEqual({ bad: String(bad), ok: false });
     }
@@ -112,8 +119,21 @@ describe("refs", () => {
   test("isSafeRef: 1-64 of A-Z a-z 0-9 _ -, and no card number", () => {
     for (const good of ["demo-0a1b2c3d", "CARD_NUMBER_REFUSED", "a", "x".repeat(64), "order_2024-113"]) expect(isSafeRef(good)).toBe(true);
     for (const bad of [
-      "", "x".repeat(65), "a b", "a.b", "a/b", "é", "demo-0a1b2c3d\n", "ref:1", null, 42, undefined,
-      "4111111111111111", "ref-4111-1111-1111-1111", "pay_4111_1111_1111_1111", "x-378282246310005",
+      "",
+      "x".repeat(65),
+      "a b",
+      "a.b",
+      "a/b",
+      "é",
+      "demo-0a1b2c3d\n",
+      "ref:1",
+      null,
+      42,
+      undefined,
+      "4111111111111111",
+      "ref-4111-1111-1111-1111",
+      "pay_4111_1111_1111_1111",
+      "x-378282246310005",
     ]) {
       expect({ bad: String(bad), ok: isSafeRef(bad) }).toEqual({ bad: String(bad), ok: false });
     }

@@ -79,7 +79,11 @@ describe("openLedger trusts only private files", () => {
       const planted = `${path}${side}`;
       writeFileSync(planted, "their pages", { mode: 0o600 });
       giveToOtherUser(planted);
-      refusedWith(() => openLedger(path, { migrations: ONE }), "foreign-owner", `${planted} is owned by uid ${OTHER_UID}, not by this user (uid ${process.geteuid!()})`);
+      refusedWith(
+        () => openLedger(path, { migrations: ONE }),
+        "foreign-owner",
+        `${planted} is owned by uid ${OTHER_UID}, not by this user (uid ${process.geteuid!()})`,
+      );
       expect(readFileSync(planted, "utf8")).toBe("their pages");
       rmSync(planted);
     }
@@ -96,7 +100,11 @@ describe("openLedger trusts only private files", () => {
     const theirs = join(tmp.path, "theirs.db");
     writeFileSync(theirs, "", { mode: 0o600 });
     giveToOtherUser(theirs);
-    refusedWith(() => openLedger(theirs, { migrations: ONE }), "foreign-owner", `${theirs} is owned by uid ${OTHER_UID}, not by this user (uid ${process.geteuid!()})`);
+    refusedWith(
+      () => openLedger(theirs, { migrations: ONE }),
+      "foreign-owner",
+      `${theirs} is owned by uid ${OTHER_UID}, not by this user (uid ${process.geteuid!()})`,
+    );
 
     const real = join(tmp.path, "real.db");
     openLedger(real, { migrations: ONE }).close();

@@ -31,14 +31,21 @@ describe("parseDatabaseUrl", () => {
       applicationName: "ask-only desk",
     });
     const t = parseDatabaseUrl("postgresql://u@[::1]/d");
-    expect({ host: t.host, port: t.port, password: t.password, sslmode: t.sslmode, b: t.channelBinding }).toEqual({ host: "::1", port: 5432, password: "", sslmode: "disable", b: "disable" });
+    expect({ host: t.host, port: t.port, password: t.password, sslmode: t.sslmode, b: t.channelBinding }).toEqual({
+      host: "::1",
+      port: 5432,
+      password: "",
+      sslmode: "disable",
+      b: "disable",
+    });
     const u = parseDatabaseUrl("postgres://u:p@127.0.0.1/d?connect_timeout=3&application_name=desk-b&channel_binding=require&sslmode=require");
     expect({ c: u.connectTimeoutS, a: u.applicationName, b: u.channelBinding, m: u.sslmode }).toEqual({ c: 3, a: "desk-b", b: "require", m: "require" });
   });
 
   test("without sslmode: TLS off on this machine only", () => {
     for (const host of ["127.0.0.1", "127.9.9.9", "localhost", "[::1]"]) expect(parseDatabaseUrl(`postgres://u:p@${host}/d`).sslmode).toBe("disable");
-    for (const host of ["db.internal", "10.0.0.5", "[2001:db8::1]", "128.0.0.1"]) expect(refusal(`postgres://u:s3cret@${host}/d`)).toContain("names no sslmode");
+    for (const host of ["db.internal", "10.0.0.5", "[2001:db8::1]", "128.0.0.1"])
+      expect(refusal(`postgres://u:s3cret@${host}/d`)).toContain("names no sslmode");
   });
 
   test("modes that fall back to the clear are refused, as are unknown ones", () => {
@@ -83,10 +90,21 @@ describe("parseDatabaseUrl", () => {
 
   test("clientOptions leaves nothing for the environment to fill in", () => {
     const o = clientOptions(parseDatabaseUrl("postgres://u:p@127.0.0.1:5/d?sslmode=require"));
-    expect(o).toMatchObject({ hostname: "127.0.0.1", port: 5, username: "u", password: "p", database: "d", tls: "require", connectionTimeout: 10, bigint: true });
+    expect(o).toMatchObject({
+      hostname: "127.0.0.1",
+      port: 5,
+      username: "u",
+      password: "p",
+      database: "d",
+      tls: "require",
+      connectionTimeout: 10,
+      bigint: true,
+    });
     expect(o.connection).toMatchObject({ options: "", search_path: "ask_only", application_name: "ask-only desk" });
     expect(clientOptions(parseDatabaseUrl("postgres://u:p@127.0.0.1/d")).tls).toBe(false);
-    expect(() => clientOptions(parseDatabaseUrl("postgres://u:p@h/d?sslmode=verify-full&sslrootcert=/nonexistent/ca.pem"))).toThrow("cannot read sslrootcert /nonexistent/ca.pem");
+    expect(() => clientOptions(parseDatabaseUrl("postgres://u:p@h/d?sslmode=verify-full&sslrootcert=/nonexistent/ca.pem"))).toThrow(
+      "cannot read sslrootcert /nonexistent/ca.pem",
+    );
     expect(clientOptions(parseDatabaseUrl("postgres://u:p@h/d?sslmode=verify-full&sslrootcert=system")).tls).toEqual({ rejectUnauthorized: true });
   });
 });

@@ -1,17 +1,7 @@
 // core/private-files.ts: the one exclusive-file writer and the rules every trusted directory and
 // file passes (SPEC 2, 6, 8.1). "Another user" is uid 65534, made with chown (see other-user.ts).
 import { describe, expect, test } from "bun:test";
-import {
-  chmodSync,
-  existsSync,
-  mkdirSync,
-  readdirSync,
-  readFileSync,
-  renameSync,
-  statSync,
-  symlinkSync,
-  writeFileSync,
-} from "node:fs";
+import { chmodSync, existsSync, mkdirSync, readdirSync, readFileSync, renameSync, statSync, symlinkSync, writeFileSync } from "node:fs";
 import { join, relative } from "node:path";
 import {
   canonicalPath,

@@ -24,7 +24,11 @@ test(`list rows and decision rows over random Unicode (${RUNS / 10} cases, seed 
     fc.property(recapCase, ({ stored, now }) => {
       const { ask } = stored;
       const money =
-        ask.kind === "pay" ? `PAY ${formatAmount(ask.amount, ask.currency)} ${ask.currency} at ` : ask.kind === "account" ? "ACCOUNT at " : `SPEND ${priceText(ask.price_mc, false)} on `;
+        ask.kind === "pay"
+          ? `PAY ${formatAmount(ask.amount, ask.currency)} ${ask.currency} at `
+          : ask.kind === "account"
+            ? "ACCOUNT at "
+            : `SPEND ${priceText(ask.price_mc, false)} on `;
       const list = renderListLine(stored, now);
       const approved = renderDecision({ ...stored, state: "approved", ...(ask.kind === "spend" ? {} : { ref: "demo-3e40a688" }) });
       const denied = renderDecision({ ...stored, state: "denied" });
@@ -34,7 +38,9 @@ test(`list rows and decision rows over random Unicode (${RUNS / 10} cases, seed 
       expect(approved[0]).toStartWith(`${ask.approval_id}: approved: ${money}`);
       expect(denied.length).toBe(1);
       expect(denied[0]).toStartWith(`${ask.approval_id}: denied: ${money}`);
-      expect(approved[1]).toBe(ask.kind === "spend" ? "  the desk makes the call now; no step runs here" : "  demo-3e40a688: no money moved (reference approver)");
+      expect(approved[1]).toBe(
+        ask.kind === "spend" ? "  the desk makes the call now; no step runs here" : "  demo-3e40a688: no money moved (reference approver)",
+      );
       // A spend row names the stored tool, whole or cut at its end: never another tool's name.
       if (ask.kind === "spend") {
         for (const row of [list.replace(/ {2}expire[sd].*$/, ""), approved[0]!, denied[0]!]) {
@@ -67,7 +73,9 @@ test(`a failed step's rows over random Unicode in its output (${RUNS / 10} cases
       for (const row of rows.slice(1)) {
         expect(columns(row)).toBeLessThanOrEqual(76);
         expect(hidden.test(row)).toBe(false);
-        expect(row).toMatch(/^ {2}(the step |stderr: {4}\(from the step\)|line 1: {4}\(from the step\)|> {10}|\(\d+ more rows not shown\)|it is not run again)/);
+        expect(row).toMatch(
+          /^ {2}(the step |stderr: {4}\(from the step\)|line 1: {4}\(from the step\)|> {10}|\(\d+ more rows not shown\)|it is not run again)/,
+        );
       }
     }),
     { numRuns: RUNS / 10, seed },

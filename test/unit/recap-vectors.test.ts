@@ -16,10 +16,32 @@ describe("recap vectors", () => {
   test("the set covers what the issue asks for", () => {
     const names = new Set(files.map((f) => f.slice(0, -4)));
     for (const name of [
-      "pay-plain", "account-plain", "hidden-c0", "hidden-c1", "hidden-esc-sequence", "hidden-bidi", "hidden-zero-width",
-      "hidden-tags", "hidden-cf", "hidden-hangul-filler", "hidden-variation-selector", "combining-stack", "wide-cjk",
-      "wide-emoji", "host-lookalike", "host-long", "reason-500", "url-percent", "host-idn", "backslash",
-      "spend-plain", "spend-cut", "spend-hostile", "spend-long-tool", "spend-max-price", "spend-width-60",
+      "pay-plain",
+      "account-plain",
+      "hidden-c0",
+      "hidden-c1",
+      "hidden-esc-sequence",
+      "hidden-bidi",
+      "hidden-zero-width",
+      "hidden-tags",
+      "hidden-cf",
+      "hidden-hangul-filler",
+      "hidden-variation-selector",
+      "combining-stack",
+      "wide-cjk",
+      "wide-emoji",
+      "host-lookalike",
+      "host-long",
+      "reason-500",
+      "url-percent",
+      "host-idn",
+      "backslash",
+      "spend-plain",
+      "spend-cut",
+      "spend-hostile",
+      "spend-long-tool",
+      "spend-max-price",
+      "spend-width-60",
     ]) {
       expect(names).toContain(name);
     }
@@ -62,7 +84,8 @@ describe("recap vector grammar", () => {
     expect(parseRecapVector(good).stored.ask.approval_id).toBe("K7Q2M4XZ3A");
   });
   test("an unknown header fails", () => bad(`colour: "red"\n${good}`, /unknown header/));
-  test("a header of the other kind fails", () => bad(good.replace('kind: "pay"', 'kind: "account"\nprovider: "https://p.example/"'), /unknown header for account/));
+  test("a header of the other kind fails", () =>
+    bad(good.replace('kind: "pay"', 'kind: "account"\nprovider: "https://p.example/"'), /unknown header for account/));
   test("a repeated header fails", () => bad(`id: "K7Q2M4XZ3A"\n${good}`, /repeated header/));
   test("a missing header fails", () => bad(good.replace(/^currency: .*\n/m, ""), /missing header: currency/));
   test("a header that is not a JSON string fails", () => bad(good.replace('amount: "19.00"', "amount: 19.00"), /not a JSON string/));

@@ -49,8 +49,20 @@ describe("formatAmount", () => {
   });
   test("refuses what the field rules refuse, rather than round or guess", () => {
     for (const [amount, currency] of [
-      ["19.001", "EUR"], ["1.5", "JPY"], ["-1", "EUR"], ["+1", "EUR"], ["1e3", "EUR"], ["01", "EUR"], ["1.", "EUR"],
-      [".5", "EUR"], ["1,00", "EUR"], [" 1", "EUR"], ["", "EUR"], ["1", "XXX"], ["1", "eur"], ["\uff11", "EUR"],
+      ["19.001", "EUR"],
+      ["1.5", "JPY"],
+      ["-1", "EUR"],
+      ["+1", "EUR"],
+      ["1e3", "EUR"],
+      ["01", "EUR"],
+      ["1.", "EUR"],
+      [".5", "EUR"],
+      ["1,00", "EUR"],
+      [" 1", "EUR"],
+      ["", "EUR"],
+      ["1", "XXX"],
+      ["1", "eur"],
+      ["\uff11", "EUR"],
     ] as const) {
       expect(() => formatAmount(amount, currency)).toThrow(RangeError);
     }
@@ -114,7 +126,18 @@ describe("sanitize", () => {
     expect(sanitize("\\u{202e}")).toBe("\\u{5c}u{202e}");
   });
   test("shows letters, CJK, emoji and symbols as themselves", () => {
-    for (const s of ["Example Shop", "Café Zürich", "株式会社", "\u{1f642}\u{1f44d}\u{1f3fd}", "\u{1f1ea}\u{1f1fa}", "€ £ ¥ © ™", "Ωμέγα", "שלום", "مرحبا", "한국"]) {
+    for (const s of [
+      "Example Shop",
+      "Café Zürich",
+      "株式会社",
+      "\u{1f642}\u{1f44d}\u{1f3fd}",
+      "\u{1f1ea}\u{1f1fa}",
+      "€ £ ¥ © ™",
+      "Ωμέγα",
+      "שלום",
+      "مرحبا",
+      "한국",
+    ]) {
       expect(sanitize(s)).toBe(s);
     }
   });
@@ -299,9 +322,7 @@ describe("decision, list, notices", () => {
     ]);
     expect(renderDecision(stored(PAY, { state: "denied" }))).toEqual(["K7Q2M4XZ3A: denied: PAY 19.00 EUR at shop.example"]);
     expect(renderDecision(stored(ACCOUNT, { state: "denied" }))).toEqual(["P3N8W2R6T0: denied: ACCOUNT at provider.example"]);
-    expect(renderDecision(stored(ACCOUNT, { state: "approved", ref: "demo-00000000" }))[0]).toBe(
-      "P3N8W2R6T0: approved: ACCOUNT at provider.example",
-    );
+    expect(renderDecision(stored(ACCOUNT, { state: "approved", ref: "demo-00000000" }))[0]).toBe("P3N8W2R6T0: approved: ACCOUNT at provider.example");
     expect(() => renderDecision(stored(PAY))).toThrow(RangeError);
     expect(() => renderDecision(stored(PAY, { state: "approved", ref: "demo-\n" }))).toThrow(RangeError);
     // A ref never shows a card number, even one of the safe form.
@@ -323,22 +344,21 @@ describe("decision, list, notices", () => {
     expect(columns(long)).toBeLessThanOrEqual(76);
     // The longest amount the default maximum allows (1000000 CLF, 4 decimals), far from expiry.
     // The longest amount every row holds (14 characters as shown), far from expiry.
-    const far = stored({ ...PAY, amount: "999999999", currency: "CLF", checkout_url: "https://a-long-shop-name.example.com/" }, { expires_at: in_(47 * 3_600_000 + 59 * 60_000) });
+    const far = stored(
+      { ...PAY, amount: "999999999", currency: "CLF", checkout_url: "https://a-long-shop-name.example.com/" },
+      { expires_at: in_(47 * 3_600_000 + 59 * 60_000) },
+    );
     const row = renderListLine(far, NOW);
     expect(row).toBe("K7Q2M4XZ3A  PAY 999999999.0000 CLF at ....xample.com  expires in 47 h 59 min");
     expect(columns(row)).toBeLessThanOrEqual(76);
   });
   test("the narrow-terminal notice names the ids and asks for a wider terminal in short rows", () => {
     const rows = renderNarrowNotice(["K7Q2M4XZ3A", "P3N8W2R6T0"], 50);
-    expect(rows).toEqual([
-      "asks waiting: 2",
-      "  K7Q2M4XZ3A",
-      "  P3N8W2R6T0",
-      "recaps need 76 columns;",
-      "this terminal has 50.",
-      "widen it to decide.",
-    ]);
-    const many = renderNarrowNotice(Array.from({ length: 12 }, () => "K7Q2M4XZ3A"), Number.NaN);
+    expect(rows).toEqual(["asks waiting: 2", "  K7Q2M4XZ3A", "  P3N8W2R6T0", "recaps need 76 columns;", "this terminal has 50.", "widen it to decide."]);
+    const many = renderNarrowNotice(
+      Array.from({ length: 12 }, () => "K7Q2M4XZ3A"),
+      Number.NaN,
+    );
     expect(many).toContain("  and 2 more");
     expect(many).toContain("this terminal has fewer.");
     for (const row of many) expect(columns(row)).toBeLessThanOrEqual(24);

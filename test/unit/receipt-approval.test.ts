@@ -95,7 +95,9 @@ describe("the desk's signer", () => {
     expect(refused({ key_id: "key_2" })).toThrow("(key_id differ)");
     expect(refused({ org_id: "org_2" })).toThrow("(org_id differ)");
     expect(refused({ approval: decision({ decision: "denied" }) })).toThrow("the decision is denied, and a receipt charged needs one approved");
-    expect(refused({ outcome: "refunded_denied", amount_mc: 0, result_sha256: null })).toThrow("the decision is approved, and a receipt refunded_denied needs one denied");
+    expect(refused({ outcome: "refunded_denied", amount_mc: 0, result_sha256: null })).toThrow(
+      "the decision is approved, and a receipt refunded_denied needs one denied",
+    );
     expect(refused({ approval: decision({ verb: "pay", ref: "demo-3e40a688", spend: null }) })).toThrow("the decision is on a pay ask");
     expect(refused({ issued_at: "2026-11-30T08:59:59.999Z" })).toThrow("the decision was made after the receipt was issued");
     expect(refused({ approval: { ...decision(), kid: "someone" } })).toThrow("approval: the signed kid differs from the envelope kid");
@@ -103,7 +105,9 @@ describe("the desk's signer", () => {
   });
 
   test("denials and expiries are refunded receipts of version 2 only", () => {
-    const denied = desk.sign(fields({ outcome: "refunded_denied", http_status: 403, amount_mc: 0, result_sha256: null, approval: decision({ decision: "denied" }) }));
+    const denied = desk.sign(
+      fields({ outcome: "refunded_denied", http_status: 403, amount_mc: 0, result_sha256: null, approval: decision({ decision: "denied" }) }),
+    );
     expect(denied.receipt).toMatchObject({ v: 2, outcome: "refunded_denied" });
     const { approval: _, ...v1 } = fields({ outcome: "refunded_denied", amount_mc: 0, result_sha256: null });
     expect(() => desk.sign(v1)).toThrow("outcome: a denial or an expiry needs a receipt of version 2");
@@ -135,7 +139,11 @@ describe("the readers", () => {
     const without = verifyResponse(body, DESK_JWKS, ARGS);
     expect(without.filter((c) => !c.ok).map((c) => c.name)).toEqual(["approver_signature", "approval"]);
     // The desk's keys are not the approver's: a decision checked with them fails.
-    expect(verifyResponse(body, DESK_JWKS, ARGS, DESK_JWKS).filter((c) => !c.ok).map((c) => c.name)).toEqual(["approver_signature", "approval"]);
+    expect(
+      verifyResponse(body, DESK_JWKS, ARGS, DESK_JWKS)
+        .filter((c) => !c.ok)
+        .map((c) => c.name),
+    ).toEqual(["approver_signature", "approval"]);
   });
 
   test("a version 1 receipt calls for no approval check", () => {

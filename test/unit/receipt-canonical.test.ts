@@ -31,8 +31,7 @@ describe("canonicalJson (RFC 8785)", () => {
         '"literals": [null, true, false]}',
     );
     expect(canonicalJson(input)).toBe(
-      '{"literals":[null,true,false],"numbers":[333333333.3333333,1e+30,4.5,0.002,1e-27],' +
-        '"string":"€$\\u000f\\nA\'B\\"\\\\\\\\\\"/"}',
+      '{"literals":[null,true,false],"numbers":[333333333.3333333,1e+30,4.5,0.002,1e-27],' + '"string":"€$\\u000f\\nA\'B\\"\\\\\\\\\\"/"}',
     );
   });
 
@@ -80,9 +79,7 @@ describe("canonicalJson (RFC 8785)", () => {
   });
 
   test("escapes: controls as \\b \\t \\n \\f \\r or \\u00xx lowercase; U+2028, DEL and non-ASCII as is", () => {
-    expect(canonicalJson("\b\t\n\f\r\u0000\u001f\u007f\u2028\u2029\"\\/é")).toBe(
-      '"\\b\\t\\n\\f\\r\\u0000\\u001f\u007f\u2028\u2029\\"\\\\/é"',
-    );
+    expect(canonicalJson('\b\t\n\f\r\u0000\u001f\u007f\u2028\u2029"\\/é')).toBe('"\\b\\t\\n\\f\\r\\u0000\\u001f\u007f\u2028\u2029\\"\\\\/é"');
   });
 
   test("nested arrays and objects keep array order and sort every object", () => {

@@ -102,8 +102,24 @@ describe("signing", () => {
 
   test("the readable copy lists fields in the documented order", () => {
     expect(Object.keys(signer.sign(fields()).receipt)).toEqual([
-      "v", "id", "kid", "issued_at", "org_id", "key_id", "tool", "outcome", "http_status", "price_mc", "amount_mc",
-      "upstream_cost_mc", "remaining_mc", "period", "params_sha256", "result_sha256", "seq", "prev_sha256",
+      "v",
+      "id",
+      "kid",
+      "issued_at",
+      "org_id",
+      "key_id",
+      "tool",
+      "outcome",
+      "http_status",
+      "price_mc",
+      "amount_mc",
+      "upstream_cost_mc",
+      "remaining_mc",
+      "period",
+      "params_sha256",
+      "result_sha256",
+      "seq",
+      "prev_sha256",
     ]);
   });
 
@@ -230,9 +246,7 @@ describe("verifyResponse on a REST body", () => {
       kid: signer.kid,
       receipt,
     };
-    expect(verdicts(verifyResponse({ result: RESULT, receipt: forged }, jwks, ARGS)).signature).toBe(
-      `FAILED: does not verify under kid ${signer.kid}`,
-    );
+    expect(verdicts(verifyResponse({ result: RESULT, receipt: forged }, jwks, ARGS)).signature).toBe(`FAILED: does not verify under kid ${signer.kid}`);
   });
 
   test("an envelope kid that is not in the key set fails as unknown", () => {
@@ -244,9 +258,7 @@ describe("verifyResponse on a REST body", () => {
   test("a receipt of a retired key still verifies while the JWKS lists it", () => {
     const old = retired.sign(fields());
     expect(verdicts(verifyResponse({ result: RESULT, receipt: old }, jwks, ARGS))).toEqual(ALL_OK);
-    expect(verdicts(verifyResponse({ result: RESULT, receipt: old }, jwksOf(signer.publicJwk()), ARGS)).signature).toStartWith(
-      "FAILED: unknown kid",
-    );
+    expect(verdicts(verifyResponse({ result: RESULT, receipt: old }, jwksOf(signer.publicJwk()), ARGS)).signature).toStartWith("FAILED: unknown kid");
   });
 
   test("a validly signed payload that is not canonical JSON is refused", () => {
@@ -347,9 +359,7 @@ describe("refusals and bare envelopes", () => {
   test("a refusal body {error, receipt} passes with no result bound", () => {
     const env = signer.sign(fields(REFUSAL));
     expect(verdicts(verifyResponse({ error: "BUDGET_EXHAUSTED", receipt: env }, jwks, ARGS))).toEqual(ALL_OK);
-    expect(verifyResponse({ error: "BUDGET_EXHAUSTED", receipt: env }, jwks)[2]!.detail).toBe(
-      "none returned, none paid for: refused_budget",
-    );
+    expect(verifyResponse({ error: "BUDGET_EXHAUSTED", receipt: env }, jwks)[2]!.detail).toBe("none returned, none paid for: refused_budget");
   });
 
   test("a charged receipt pasted into a refusal body fails the result check", () => {
@@ -361,9 +371,7 @@ describe("refusals and bare envelopes", () => {
 
   test("a refusal receipt next to a result does not make that result a paid answer", () => {
     const env = signer.sign(fields(REFUSAL));
-    expect(verdicts(verifyResponse({ result: RESULT, receipt: env }, jwks)).result).toBe(
-      "FAILED: the response holds a result but result_sha256 is null",
-    );
+    expect(verdicts(verifyResponse({ result: RESULT, receipt: env }, jwks)).result).toBe("FAILED: the response holds a result but result_sha256 is null");
   });
 
   test("a bare envelope checks signature and copy; result is skipped", () => {
@@ -505,14 +513,16 @@ describe("chains", () => {
     ]);
     // A receipt re-signed with different contents but the same seq: the next link no longer matches.
     const altered = signer.sign(fields({ key_id: "key_a", id: "rcpt_other", ...chainLinkAfter(a[0]!.receipt) }));
-    expect(verifyChain([a[0], altered, a[2]]).failures).toEqual([
-      { index: 2, key_id: "key_a", detail: "prev_sha256 differs from the hash of seq 2" },
-    ]);
+    expect(verifyChain([a[0], altered, a[2]]).failures).toEqual([{ index: 2, key_id: "key_a", detail: "prev_sha256 differs from the hash of seq 2" }]);
   });
 });
 
 describe("the result without our receipt: one definition for the desk and the verifier", () => {
-  const others = fc.dictionary(fc.string({ maxLength: 6 }).filter((k) => k !== MCP_RECEIPT_META_KEY), fc.jsonValue({ maxDepth: 2 }), { maxKeys: 3 });
+  const others = fc.dictionary(
+    fc.string({ maxLength: 6 }).filter((k) => k !== MCP_RECEIPT_META_KEY),
+    fc.jsonValue({ maxDepth: 2 }),
+    { maxKeys: 3 },
+  );
   const meta = fc.oneof(
     fc.constant(undefined),
     fc.constant({}),
@@ -521,7 +531,14 @@ describe("the result without our receipt: one definition for the desk and the ve
     fc.constant({ [MCP_RECEIPT_META_KEY]: { forged: true } }),
   );
   const upstream = fc
-    .tuple(fc.dictionary(fc.string({ maxLength: 6 }).filter((k) => k !== "_meta"), fc.jsonValue({ maxDepth: 2 }), { maxKeys: 4 }), meta)
+    .tuple(
+      fc.dictionary(
+        fc.string({ maxLength: 6 }).filter((k) => k !== "_meta"),
+        fc.jsonValue({ maxDepth: 2 }),
+        { maxKeys: 4 },
+      ),
+      meta,
+    )
     .map(([rest, m]) => (m === undefined ? rest : { ...rest, _meta: m }) as Record<string, unknown>);
 
   test("property: for every _meta shape, both transports hash what the agent receives to the hash the desk signed", () => {
@@ -556,7 +573,13 @@ describe("the result without our receipt: one definition for the desk and the ve
 describe("the shapes a verifier reads", () => {
   const KEYS = ["result", "receipt", "error", "payload", "signature", "kid", "jsonrpc", "id", "_meta", "content", "isError"] as const;
   const env = signer.sign(fields());
-  const value = fc.oneof(fc.constant(env), fc.constant(RESULT), fc.constant("2.0"), fc.constant({ [MCP_RECEIPT_META_KEY]: env }), fc.jsonValue({ maxDepth: 1 }));
+  const value = fc.oneof(
+    fc.constant(env),
+    fc.constant(RESULT),
+    fc.constant("2.0"),
+    fc.constant({ [MCP_RECEIPT_META_KEY]: env }),
+    fc.jsonValue({ maxDepth: 1 }),
+  );
   const body = fc.dictionary(fc.constantFrom(...KEYS), value, { maxKeys: 6 });
   const EXACT: Record<string, string[]> = {
     rest: ["receipt", "result"],
@@ -588,7 +611,9 @@ describe("the shapes a verifier reads", () => {
   test("a file is one shape at most: the exact shapes hold no _meta, an MCP result must", () => {
     const mcpLike = { ...RESULT, _meta: { [MCP_RECEIPT_META_KEY]: env } };
     expect(readShape({ ...env, _meta: mcpLike._meta })).toMatchObject({ shape: { kind: "mcp" } });
-    expect(readShape({ ...env, result: RESULT })).toEqual({ refused: "not a response verify-receipt reads (top-level keys: kid, payload, receipt, result, signature)" });
+    expect(readShape({ ...env, result: RESULT })).toEqual({
+      refused: "not a response verify-receipt reads (top-level keys: kid, payload, receipt, result, signature)",
+    });
     expect(readShape({ jsonrpc: "2.0", id: 1, result: mcpLike })).toMatchObject({ shape: { kind: "jsonrpc" } });
     expect(readShape({ jsonrpc: "2.0", id: null, result: mcpLike })).toEqual({ refused: "the JSON-RPC response's id is not a string or a number" });
     expect(readShape({ jsonrpc: "1.0", id: 1, result: mcpLike })).toEqual({ refused: 'a JSON-RPC message whose jsonrpc is not "2.0"' });

@@ -35,9 +35,26 @@ describe("the Petstore documents, as written", () => {
       const { tools, skipped } = await toolsFromOpenApi("petstore", example(version, "petstore.json"));
       expect(skipped).toEqual([]);
       expect(tools.map((t) => t.name)).toEqual([
-        "addPet", "updatePet", "findPetsByStatus", "findPetsByTags", "getPetById", "updatePetWithForm", "deletePet", "uploadFile",
-        "getInventory", "placeOrder", "getOrderById", "deleteOrder", "createUser", "createUsersWithArrayInput",
-        "createUsersWithListInput", "loginUser", "logoutUser", "getUserByName", "updateUser", "deleteUser",
+        "addPet",
+        "updatePet",
+        "findPetsByStatus",
+        "findPetsByTags",
+        "getPetById",
+        "updatePetWithForm",
+        "deletePet",
+        "uploadFile",
+        "getInventory",
+        "placeOrder",
+        "getOrderById",
+        "deleteOrder",
+        "createUser",
+        "createUsersWithArrayInput",
+        "createUsersWithListInput",
+        "loginUser",
+        "logoutUser",
+        "getUserByName",
+        "updateUser",
+        "deleteUser",
       ]);
       for (const t of tools) {
         const check = compileArgsSchema(t.inputSchema);
@@ -46,7 +63,13 @@ describe("the Petstore documents, as written", () => {
       }
       const byName = new Map(tools.map((t) => [t.name, t]));
       const addPet = byName.get("addPet")!;
-      expect(addPet.operation).toEqual({ method: "post", path: "/pet", parameters: [], body: { arg: "body", mediaType: "application/json", required: true }, accept: "application/json" });
+      expect(addPet.operation).toEqual({
+        method: "post",
+        path: "/pet",
+        parameters: [],
+        body: { arg: "body", mediaType: "application/json", required: true },
+        accept: "application/json",
+      });
       const check = compileArgsSchema(addPet.inputSchema);
       expect(check({ body: { name: "rex", photoUrls: [] } })).toEqual([]);
       // id is readOnly: never required from the agent, still allowed.
@@ -108,7 +131,10 @@ describe("tool names", () => {
     expect(builtName("get", "/pets/{petId}/photos")).toBe("get_pets_petId_photos");
     expect(builtName("DELETE", "/")).toBe("delete");
     expect(builtName("get", "/a b/c:d")).toBe("get_a_b_c_d");
-    const { tools } = await toolsFromOpenApi("up", doc({ "/pets/{id}": { parameters: [{ name: "id", in: "path", required: true, schema: { type: "string" } }], get: { responses: ok } } }));
+    const { tools } = await toolsFromOpenApi(
+      "up",
+      doc({ "/pets/{id}": { parameters: [{ name: "id", in: "path", required: true, schema: { type: "string" } }], get: { responses: ok } } }),
+    );
     expect(tools.map((t) => t.name)).toEqual(["get_pets_id"]);
   });
 
@@ -226,7 +252,20 @@ describe("input schemas", () => {
                 { name: "d", in: "query", schema: { $ref: "#/components/schemas/Secret", type: "integer" } },
               ],
               requestBody: { required: true, content: { "application/json": { schema: { $ref: "#/components/schemas/Node" } } } },
-              responses: { "201": { description: "made", content: { "application/json": { schema: { type: "object", required: ["pw", "id"], properties: { pw: { $ref: "#/components/schemas/Secret" }, id: { type: "integer", readOnly: true } } } } } } },
+              responses: {
+                "201": {
+                  description: "made",
+                  content: {
+                    "application/json": {
+                      schema: {
+                        type: "object",
+                        required: ["pw", "id"],
+                        properties: { pw: { $ref: "#/components/schemas/Secret" }, id: { type: "integer", readOnly: true } },
+                      },
+                    },
+                  },
+                },
+              },
             },
           },
         },
@@ -264,8 +303,20 @@ describe("input schemas", () => {
               responses: ok,
             },
           },
-          "/b": { get: { operationId: "withId", parameters: [{ name: "x", in: "query", schema: { $id: "https://elsewhere.example/s", type: "string" } }], responses: ok } },
-          "/c": { get: { operationId: "draft4", parameters: [{ name: "x", in: "query", schema: { $schema: "http://json-schema.org/draft-04/schema#", type: "string" } }], responses: ok } },
+          "/b": {
+            get: {
+              operationId: "withId",
+              parameters: [{ name: "x", in: "query", schema: { $id: "https://elsewhere.example/s", type: "string" } }],
+              responses: ok,
+            },
+          },
+          "/c": {
+            get: {
+              operationId: "draft4",
+              parameters: [{ name: "x", in: "query", schema: { $schema: "http://json-schema.org/draft-04/schema#", type: "string" } }],
+              responses: ok,
+            },
+          },
         },
         { components: { schemas: { S: { type: "string", maxLength: 3 } } } },
         "3.1.0",
@@ -293,8 +344,12 @@ describe("input schemas", () => {
       doc({
         "/cookie": { get: { operationId: "c", parameters: [{ name: "s", in: "cookie", schema: str }], responses: ok } },
         "/matrix/{m}": { get: { operationId: "m", parameters: [{ name: "m", in: "path", required: true, style: "matrix", schema: str }], responses: ok } },
-        "/deep": { get: { operationId: "d", parameters: [{ name: "f", in: "query", style: "deepObject", explode: false, schema: { type: "object" } }], responses: ok } },
-        "/upload": { post: { operationId: "u", requestBody: { required: true, content: { "multipart/form-data": { schema: { type: "object" } } } }, responses: ok } },
+        "/deep": {
+          get: { operationId: "d", parameters: [{ name: "f", in: "query", style: "deepObject", explode: false, schema: { type: "object" } }], responses: ok },
+        },
+        "/upload": {
+          post: { operationId: "u", requestBody: { required: true, content: { "multipart/form-data": { schema: { type: "object" } } } }, responses: ok },
+        },
         "/content": { get: { operationId: "j", parameters: [{ name: "f", in: "query", content: { "application/json": { schema: str } } }], responses: ok } },
         "/echo": { trace: { operationId: "t", responses: ok }, get: { operationId: "kept", responses: ok } },
         "/bad/{x}/../y": { get: { operationId: "dots", parameters: [{ name: "x", in: "path", required: true, schema: str }], responses: ok } },
@@ -302,7 +357,16 @@ describe("input schemas", () => {
       }),
     );
     expect(tools.map((t) => t.name)).toEqual(["kept"]);
-    expect(skipped.map((s) => s.operation)).toEqual(["GET /cookie", "GET /matrix/{m}", "GET /deep", "POST /upload", "GET /content", "TRACE /echo", "GET /bad/{x}/../y", "GET /regex"]);
+    expect(skipped.map((s) => s.operation)).toEqual([
+      "GET /cookie",
+      "GET /matrix/{m}",
+      "GET /deep",
+      "POST /upload",
+      "GET /content",
+      "TRACE /echo",
+      "GET /bad/{x}/../y",
+      "GET /regex",
+    ]);
     expect(skipped[0]!.reason).toBe("cookie parameters are not supported (s)");
     expect(skipped[5]!.reason).toBe("TRACE echoes the request, credential included");
     expect(skipped[7]!.reason).toStartWith("its input schema does not compile");
@@ -329,7 +393,11 @@ describe("input schemas", () => {
       }),
     );
     expect(tools[0]!.operation.parameters.map((p) => `${p.name}:${p.style}:${p.explode}`)).toEqual([
-      "a:form:true", "b:form:false", "c:pipeDelimited:false", "d:form:true", "e:deepObject:true",
+      "a:form:true",
+      "b:form:false",
+      "c:pipeDelimited:false",
+      "d:form:true",
+      "e:deepObject:true",
     ]);
   });
 
@@ -342,7 +410,9 @@ describe("input schemas", () => {
         "/s": { get: { operationId: "s", responses: answer({ type: "string" }, "201") } },
         "/u": { get: { operationId: "u", responses: answer({ oneOf: [{ type: "string" }, { type: "object" }] }) } },
         "/t": { get: { operationId: "t", responses: answer({ type: "string" }, "200", "text/csv") } },
-        "/r": { get: { operationId: "r", responses: { "2XX": { description: "x", content: { "application/problem+json": { schema: { type: "object" } } } } } } },
+        "/r": {
+          get: { operationId: "r", responses: { "2XX": { description: "x", content: { "application/problem+json": { schema: { type: "object" } } } } } },
+        },
       }),
     );
     const [o, s, u, t, r] = tools;
@@ -357,7 +427,9 @@ describe("input schemas", () => {
 
 describe("documents refused", () => {
   test("only OpenAPI 3.0 and 3.1, valid by the specification", async () => {
-    expect(await refusal(toolsFromOpenApi("up", example("2.0", "petstore.json")))).toEqual(["only OpenAPI 3.0 and 3.1 documents are supported (the openapi field)"]);
+    expect(await refusal(toolsFromOpenApi("up", example("2.0", "petstore.json")))).toEqual([
+      "only OpenAPI 3.0 and 3.1 documents are supported (the openapi field)",
+    ]);
     expect(await refusal(toolsFromOpenApi("up", "{}"))).toEqual(["the document is not a JSON object"]);
     expect(await refusal(toolsFromOpenApi("up", doc({ "/a": { get: { operationId: "a" } } })))).not.toEqual([]);
     expect(await refusal(toolsFromOpenApi("up", doc({ "/a/{id}": { get: { operationId: "a", responses: ok } } })))).not.toEqual([]);
@@ -400,8 +472,7 @@ describe("a $ref outside the document is refused, and nothing it names is fetche
     await dir[Symbol.asyncDispose]();
   });
 
-  const withRef = (ref: string) =>
-    doc({ "/a": { get: { operationId: "a", parameters: [{ name: "q", in: "query", schema: { $ref: ref } }], responses: ok } } });
+  const withRef = (ref: string) => doc({ "/a": { get: { operationId: "a", parameters: [{ name: "q", in: "query", schema: { $ref: ref } }], responses: ok } } });
   const remote = () => [`http://127.0.0.1:${server.port}/schema.json`, `http://127.0.0.1:${server.port}/s.json#/x`, `//127.0.0.1:${server.port}/s`];
   const local = () => [`file://${fifo}`, fifo, `./schema.json`, `schema.json#/a`];
 
@@ -418,7 +489,12 @@ describe("a $ref outside the document is refused, and nothing it names is fetche
   test("also the library alone, as the desk runs it, fetches and reads nothing", async () => {
     for (const ref of [...remote(), ...local()]) await validate(withRef(ref) as never, PARSER_OPTIONS).catch(() => {});
     // A reference inside example data counts too: the library would follow it.
-    await validate(doc({ "/a": { get: { operationId: "a", responses: { "200": { description: "x", content: { "application/json": { example: { $ref: remote()[0] } } } } } } } }) as never, PARSER_OPTIONS).catch(() => {});
+    await validate(
+      doc({
+        "/a": { get: { operationId: "a", responses: { "200": { description: "x", content: { "application/json": { example: { $ref: remote()[0] } } } } } } },
+      }) as never,
+      PARSER_OPTIONS,
+    ).catch(() => {});
     expect(hits).toEqual([]);
     expect(readBySomeoneElse).toBe(false);
   });

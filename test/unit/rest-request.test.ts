@@ -114,7 +114,12 @@ describe("path parameters", () => {
 });
 
 describe("query parameters", () => {
-  const q = (extra: Partial<RestParameter>): RestOperation => ({ method: "get", path: "/search", parameters: [param("tag", "query", extra)], accept: "application/json" });
+  const q = (extra: Partial<RestParameter>): RestOperation => ({
+    method: "get",
+    path: "/search",
+    parameters: [param("tag", "query", extra)],
+    accept: "application/json",
+  });
 
   test("form, explode (OpenAPI's default): repeated names", () => {
     expect(built(q({}), { tag: ["a b", "c&d=e"] }).url.search).toBe("?tag=a%20b&tag=c%26d%3De");
@@ -164,7 +169,13 @@ describe("header parameters", () => {
 });
 
 describe("body, accept and the URL", () => {
-  const post: RestOperation = { method: "post", path: "/pets", parameters: [], body: { arg: "body", mediaType: "application/merge-patch+json", required: true }, accept: "application/json" };
+  const post: RestOperation = {
+    method: "post",
+    path: "/pets",
+    parameters: [],
+    body: { arg: "body", mediaType: "application/merge-patch+json", required: true },
+    accept: "application/json",
+  };
 
   test("the body is the JSON of `body`, with the document's media type", () => {
     const r = built(post, { body: { name: "rex", tags: ["a"] } });

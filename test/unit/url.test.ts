@@ -42,12 +42,7 @@ describe("checkAskUrl", () => {
   });
 
   test("credentials are refused", () => {
-    for (const raw of [
-      "https://user:pass@shop.example/",
-      "https://user@shop.example/",
-      "https://:pass@shop.example/",
-      "https://shop.example@evil.example/",
-    ]) {
+    for (const raw of ["https://user:pass@shop.example/", "https://user@shop.example/", "https://:pass@shop.example/", "https://shop.example@evil.example/"]) {
       expect(checkAskUrl(raw)).toEqual(INVALID);
     }
   });

@@ -80,7 +80,12 @@ export class UpstreamClient implements Upstream {
         const answer = page as { tools: Record<string, unknown>[]; nextCursor?: string };
         for (const t of answer.tools) {
           const listing = Object.fromEntries(LISTED_FIELDS.filter((f) => Object.hasOwn(t, f)).map((f) => [f, t[f]]));
-          tools.push({ name: t.name as string, description: (t.description as string | undefined) ?? "", inputSchema: t.inputSchema as Record<string, unknown>, listing });
+          tools.push({
+            name: t.name as string,
+            description: (t.description as string | undefined) ?? "",
+            inputSchema: t.inputSchema as Record<string, unknown>,
+            listing,
+          });
         }
         cursor = answer.nextCursor;
         if (cursor === undefined) return tools;

@@ -25,7 +25,8 @@ export async function checkMoney(sql: SQL): Promise<string[]> {
            (SELECT sha256 FROM receipts r WHERE r.key_id = k.id ORDER BY seq DESC LIMIT 1) AS last_sha256
       FROM keys k LEFT JOIN spend s ON s.key_id = k.id AND s.period = k.period ORDER BY k.id`;
   for (const k of keys) {
-    if (toSafe(k.spent_mc) !== toSafe(k.period_spent)) problems.push(`key ${printable(k.id)}: spent ${k.spent_mc} mc on the key, ${k.period_spent} mc in its period`);
+    if (toSafe(k.spent_mc) !== toSafe(k.period_spent))
+      problems.push(`key ${printable(k.id)}: spent ${k.spent_mc} mc on the key, ${k.period_spent} mc in its period`);
     if (toSafe(k.receipt_seq) !== toSafe(k.last_seq ?? 0n) || k.receipt_head_sha256 !== k.last_sha256) {
       problems.push(`key ${printable(k.id)}: chain head seq ${k.receipt_seq} does not match its last receipt (seq ${k.last_seq ?? 0})`);
     }
@@ -35,6 +36,7 @@ export async function checkMoney(sql: SQL): Promise<string[]> {
   const [counts] = await sql`
     SELECT (SELECT count(*) FROM reservations WHERE state = 'settled') AS settled,
            (SELECT count(*) FROM receipts WHERE outcome NOT IN ('refused_not_allowed', 'refused_budget')) AS receipts`;
-  if (toSafe(counts.settled) !== toSafe(counts.receipts)) problems.push(`${counts.settled} settled reservations but ${counts.receipts} receipts of settled calls`);
+  if (toSafe(counts.settled) !== toSafe(counts.receipts))
+    problems.push(`${counts.settled} settled reservations but ${counts.receipts} receipts of settled calls`);
   return problems;
 }

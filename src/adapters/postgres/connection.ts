@@ -52,7 +52,8 @@ const PARAMETERS = ["sslmode", "sslrootcert", "channel_binding", "connect_timeou
 const DEFAULT_CONNECT_TIMEOUT_S = 10;
 const DEFAULT_APPLICATION_NAME = "ask-only desk";
 
-const MODE_HINT = "add sslmode=verify-full&sslrootcert=CA.pem (or sslmode=require to encrypt without checking the server, or sslmode=disable on a network you trust)";
+const MODE_HINT =
+  "add sslmode=verify-full&sslrootcert=CA.pem (or sslmode=require to encrypt without checking the server, or sslmode=disable on a network you trust)";
 
 function isLoopback(host: string): boolean {
   if (host === "localhost") return true;
@@ -84,7 +85,10 @@ export function parseDatabaseUrl(text: string): DatabaseTarget {
     throw new DatabaseUrlError("the database URL is not a URL", "write it as postgres://USER:PASSWORD@HOST:PORT/DATABASE");
   }
   if (url.protocol !== "postgres:" && url.protocol !== "postgresql:") {
-    throw new DatabaseUrlError(`the database URL's scheme is ${url.protocol.replace(/:$/, "")}, not postgres`, "write it as postgres://USER:PASSWORD@HOST:PORT/DATABASE");
+    throw new DatabaseUrlError(
+      `the database URL's scheme is ${url.protocol.replace(/:$/, "")}, not postgres`,
+      "write it as postgres://USER:PASSWORD@HOST:PORT/DATABASE",
+    );
   }
   const host = url.hostname.replace(/^\[(.*)\]$/, "$1");
   if (host === "" || host.includes(",")) {
@@ -133,14 +137,21 @@ export function parseDatabaseUrl(text: string): DatabaseTarget {
   if (!verifies && rootcert !== null) {
     // libpq and Bun read sslrootcert with require differently (a CA check, or a full check):
     // say which one is meant.
-    throw new DatabaseUrlError(`sslrootcert is given with sslmode=${sslmode}, which checks no certificate`, "use sslmode=verify-full (or verify-ca) with sslrootcert");
+    throw new DatabaseUrlError(
+      `sslrootcert is given with sslmode=${sslmode}, which checks no certificate`,
+      "use sslmode=verify-full (or verify-ca) with sslrootcert",
+    );
   }
   if (sslmode === "verify-ca" && rootcert === "system") {
-    throw new DatabaseUrlError("sslmode=verify-ca with sslrootcert=system would accept any certificate a public CA signed, for any name", "use sslmode=verify-full");
+    throw new DatabaseUrlError(
+      "sslmode=verify-ca with sslrootcert=system would accept any certificate a public CA signed, for any name",
+      "use sslmode=verify-full",
+    );
   }
 
   const binding = params.get("channel_binding") ?? (sslmode === "disable" ? "disable" : "prefer");
-  if (!CHANNEL_BINDINGS.includes(binding)) throw new DatabaseUrlError(`channel_binding=${binding} is not a channel binding mode`, "use disable, prefer or require");
+  if (!CHANNEL_BINDINGS.includes(binding))
+    throw new DatabaseUrlError(`channel_binding=${binding} is not a channel binding mode`, "use disable, prefer or require");
   if (binding === "require" && sslmode === "disable") {
     throw new DatabaseUrlError("channel_binding=require needs TLS, and sslmode=disable turns it off", "use sslmode=verify-full (or require) with it");
   }
@@ -185,7 +196,10 @@ function tlsOption(t: DatabaseTarget): NonNullable<Bun.SQL.PostgresOrMySQLOption
     try {
       ca = readFileSync(t.sslrootcert!, "utf8");
     } catch (err) {
-      throw new DatabaseUrlError(`cannot read sslrootcert ${t.sslrootcert}: ${(err as NodeJS.ErrnoException).code ?? err}`, "name a readable PEM file of the CA certificates");
+      throw new DatabaseUrlError(
+        `cannot read sslrootcert ${t.sslrootcert}: ${(err as NodeJS.ErrnoException).code ?? err}`,
+        "name a readable PEM file of the CA certificates",
+      );
     }
     if (!ca.includes("-----BEGIN CERTIFICATE-----")) {
       throw new DatabaseUrlError(`sslrootcert ${t.sslrootcert} holds no PEM certificate`, "name a PEM file of the CA certificates");

@@ -6,12 +6,10 @@
 import type { Migration } from "./database.ts";
 
 /** 10 characters of Crockford base32: digits and A-Z without I, L, O, U. */
-const CROCKFORD_ID = (column: string) =>
-  `length(${column}) = 10 AND ${column} NOT GLOB '*[^0-9A-HJKMNP-TV-Z]*'`;
+const CROCKFORD_ID = (column: string) => `length(${column}) = 10 AND ${column} NOT GLOB '*[^0-9A-HJKMNP-TV-Z]*'`;
 
 /** A handle: a lowercase letter, then up to 31 of [a-z0-9-]. */
-const HANDLE = (column: string) =>
-  `length(${column}) BETWEEN 1 AND 32 AND ${column} GLOB '[a-z]*' AND ${column} NOT GLOB '*[^a-z0-9-]*'`;
+const HANDLE = (column: string) => `length(${column}) BETWEEN 1 AND 32 AND ${column} GLOB '[a-z]*' AND ${column} NOT GLOB '*[^a-z0-9-]*'`;
 
 const HEX = "[0-9a-f]".repeat(8);
 

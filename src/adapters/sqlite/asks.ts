@@ -23,15 +23,11 @@ export type CreateOptions = {
   maxPending: number;
 };
 
-export type CreateResult =
-  | { ok: true; stored: StoredAsk }
-  | { ok: false; code: "ID_ALREADY_USED" | "PENDING_LIMIT" };
+export type CreateResult = { ok: true; stored: StoredAsk } | { ok: false; code: "ID_ALREADY_USED" | "PENDING_LIMIT" };
 
 export type Decision = "approved" | "denied";
 
-export type DecideResult =
-  | { ok: true; stored: StoredAsk; record: SignedDecision }
-  | { ok: false; reason: "unknown" | "expired" | "decided" | "running" };
+export type DecideResult = { ok: true; stored: StoredAsk; record: SignedDecision } | { ok: false; reason: "unknown" | "expired" | "decided" | "running" };
 
 /** Why a step cannot start: as for a decision, or the ask is the desk's (no step runs for it). */
 export type StartResult = { ok: true; stored: StoredAsk } | { ok: false; reason: "unknown" | "expired" | "decided" | "running" | "no-step" };
@@ -72,8 +68,25 @@ type Row = {
 type RecordRow = { seq: number; kid: string; payload: string; signature: string; payload_sha256: string };
 
 const ASK_COLUMNS = [
-  "approval_id", "kind", "merchant", "amount", "currency", "card_handle", "checkout_url", "provider_url", "identity_handle",
-  "reason", "reservation_id", "tool", "price_mc", "key_id", "key_name", "org_id", "org_name", "params_sha256", "preview",
+  "approval_id",
+  "kind",
+  "merchant",
+  "amount",
+  "currency",
+  "card_handle",
+  "checkout_url",
+  "provider_url",
+  "identity_handle",
+  "reason",
+  "reservation_id",
+  "tool",
+  "price_mc",
+  "key_id",
+  "key_name",
+  "org_id",
+  "org_name",
+  "params_sha256",
+  "preview",
   "preview_cut",
 ] as const;
 
@@ -131,7 +144,9 @@ export class AskLedger {
     this.#insertStep = db.prepare<never, { id: string; started_at: number; recap_sha256: string }>(
       "INSERT INTO steps (approval_id, started_at, recap_sha256) VALUES ($id, $started_at, $recap_sha256)",
     );
-    this.#runningSteps = db.prepare<Row, Record<string, never>>(`${SELECT_STORED} WHERE s.approval_id IS NOT NULL AND d.approval_id IS NULL ORDER BY s.started_at, a.rowid`);
+    this.#runningSteps = db.prepare<Row, Record<string, never>>(
+      `${SELECT_STORED} WHERE s.approval_id IS NOT NULL AND d.approval_id IS NULL ORDER BY s.started_at, a.rowid`,
+    );
     this.#unsealed = db.prepare<Row, { now: number; since: number }>(`${SELECT_STORED} WHERE ${UNSEALED_EXPIRY} ORDER BY a.expires_at, a.rowid`);
     this.#lastRecord = db.prepare<RecordRow, Record<string, never>>("SELECT * FROM decision_records ORDER BY seq DESC LIMIT 1");
     this.#insertRecord = db.prepare<never, RecordRow & { approval_id: string }>(
@@ -338,11 +353,7 @@ export class AskLedger {
   }
 
   /** Signs and stores the record of a decision just written (or of an expiry), as the next link of the chain. */
-  #record(
-    row: Row,
-    d: { decision: DecisionKind; ref: string | null; decided_at: number; recap_sha256: string | null },
-    now: number,
-  ): SignedDecision {
+  #record(row: Row, d: { decision: DecisionKind; ref: string | null; decided_at: number; recap_sha256: string | null }, now: number): SignedDecision {
     const signer = this.#signer;
     if (signer === undefined) throw new TypeError("this ask ledger was opened without a decision signer");
     const last = this.#lastRecord.get({});
@@ -360,7 +371,14 @@ export class AskLedger {
       recorded_at: iso(now),
       spend:
         ask.kind === "spend"
-          ? { reservation_id: ask.reservation_id, tool: ask.tool, price_mc: ask.price_mc, key_id: ask.key_id, org_id: ask.org_id, params_sha256: ask.params_sha256 }
+          ? {
+              reservation_id: ask.reservation_id,
+              tool: ask.tool,
+              price_mc: ask.price_mc,
+              key_id: ask.key_id,
+              org_id: ask.org_id,
+              params_sha256: ask.params_sha256,
+            }
           : null,
     };
     const signed = signer.sign(fields);

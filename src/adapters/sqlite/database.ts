@@ -2,13 +2,7 @@
 // PRAGMA user_version. The tests run the same migrations as production.
 import { Database } from "bun:sqlite";
 import { basename, dirname, join } from "node:path";
-import {
-  checkPrivateFile,
-  createPrivateFileIfMissing,
-  expectSameFile,
-  type FileIdentity,
-  openPrivateDir,
-} from "../../core/private-files.ts";
+import { checkPrivateFile, createPrivateFileIfMissing, expectSameFile, type FileIdentity, openPrivateDir } from "../../core/private-files.ts";
 
 /** A migration is one SQL script; its version is its 1-based position in the list. */
 export type Migration = { name: string; sql: string };
@@ -88,9 +82,7 @@ function migrate(db: Database, migrations: readonly Migration[]): void {
   db.transaction(() => {
     const current = schemaVersion(db);
     if (current > known) {
-      throw new LedgerOpenError(
-        `the database schema is version ${current}, newer than this binary knows (${known}); use a newer ask-only`,
-      );
+      throw new LedgerOpenError(`the database schema is version ${current}, newer than this binary knows (${known}); use a newer ask-only`);
     }
     for (let version = current + 1; version <= known; version++) {
       db.run(migrations[version - 1]!.sql);

@@ -212,7 +212,13 @@ export class OAuthCredential implements Credential {
    */
   private readonly tokenFetch = async (url: string, init: oauth.CustomFetchOptions<"POST", unknown>): Promise<Response> => {
     if (new URL(url).origin !== this.tokenUrl.origin) throw new Error("a token request to another origin");
-    const res = await fetch(url, { method: init.method, headers: init.headers, body: init.body as RequestInit["body"], redirect: "manual", signal: init.signal });
+    const res = await fetch(url, {
+      method: init.method,
+      headers: init.headers,
+      body: init.body as RequestInit["body"],
+      redirect: "manual",
+      signal: init.signal,
+    });
     const bytes = await readAtMost(res.body, MAX_TOKEN_ANSWER_BYTES);
     if (bytes === undefined) throw new Error("the token answer is too large");
     const headers = new Headers(res.headers);

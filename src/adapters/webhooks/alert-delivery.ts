@@ -171,7 +171,11 @@ export class AlertDelivery {
     } catch (err) {
       if (controller.signal.aborted) return { status: null, error: `no answer within ${this.deadlineMs} ms`, retryAfter: null };
       const code = (err as { code?: unknown } | null)?.code;
-      return { status: null, error: typeof code === "string" && /^[A-Za-z_]{1,40}$/.test(code) ? `transport error (${code})` : "transport error", retryAfter: null };
+      return {
+        status: null,
+        error: typeof code === "string" && /^[A-Za-z_]{1,40}$/.test(code) ? `transport error (${code})` : "transport error",
+        retryAfter: null,
+      };
     } finally {
       clearTimeout(timer);
     }

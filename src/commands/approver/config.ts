@@ -49,7 +49,9 @@ export type ApproverConfig = {
 };
 
 /** What `ask-only approver` does: serve (the default), or print from the ledger and exit. */
-export type ApproverMode = { kind: "serve"; config: ApproverConfig } | { kind: "print-decision-keys" | "export-decisions"; dbPath: string; dbIsDefault: boolean };
+export type ApproverMode =
+  | { kind: "serve"; config: ApproverConfig }
+  | { kind: "print-decision-keys" | "export-decisions"; dbPath: string; dbIsDefault: boolean };
 
 const flag = <N extends (typeof APPROVER_FLAGS)[number]["name"]>(name: N) => flagOf(APPROVER_FLAGS, name);
 const TLS_FLAGS = { cert: flag("--cert"), key: flag("--key"), ca: flag("--ca") };
@@ -120,7 +122,8 @@ export function resolveApproverConfig(flags: ApproverFlags, env: Record<string, 
   if (!listen) throw usageError(`--listen ${JSON.stringify(f.listen)} is not HOST:PORT`, "e.g. --listen 127.0.0.1:8443");
 
   const ttlMs = parseDuration(f.ttl ?? DEFAULT_TTL);
-  if (ttlMs === undefined) throw usageError(`--ttl ${JSON.stringify(f.ttl)} is not a duration`, "a whole number and s, m or h, at most a week: e.g. 90s, 10m, 1h");
+  if (ttlMs === undefined)
+    throw usageError(`--ttl ${JSON.stringify(f.ttl)} is not a duration`, "a whole number and s, m or h, at most a week: e.g. 90s, 10m, 1h");
 
   let maxPending = DEFAULT_MAX_PENDING;
   if (f.maxPending !== undefined) {
@@ -132,7 +135,10 @@ export function resolveApproverConfig(flags: ApproverFlags, env: Record<string, 
 
   const maxAmount = f.maxAmount ?? DEFAULT_MAX_AMOUNT;
   if (!isValidMaxAmount(maxAmount)) {
-    throw usageError(`--max-amount ${JSON.stringify(f.maxAmount)} is not an amount`, "a plain decimal above 0 with at most 9 digits before the point, e.g. 500 or 2500.00");
+    throw usageError(
+      `--max-amount ${JSON.stringify(f.maxAmount)} is not an amount`,
+      "a plain decimal above 0 with at most 9 digits before the point, e.g. 500 or 2500.00",
+    );
   }
 
   // The desk's listener comes with its own CA, or not at all: one without the other is a typo.
@@ -160,7 +166,10 @@ export function resolveApproverConfig(flags: ApproverFlags, env: Record<string, 
     if (f.onApprove.trim() === "") throw usageError("--on-approve is not a command", "e.g. --on-approve /usr/local/bin/pay-step");
     const timeoutMs = parseDuration(f.onApproveTimeout ?? DEFAULT_ON_APPROVE_TIMEOUT);
     if (timeoutMs === undefined || timeoutMs > MAX_ON_APPROVE_TIMEOUT_MS) {
-      throw usageError(`--on-approve-timeout ${JSON.stringify(f.onApproveTimeout)} is not a duration`, "a whole number and s, m or h, at most 1h: e.g. 30s, 2m");
+      throw usageError(
+        `--on-approve-timeout ${JSON.stringify(f.onApproveTimeout)} is not a duration`,
+        "a whole number and s, m or h, at most 1h: e.g. 30s, 2m",
+      );
     }
     onApprove = { command: f.onApprove, timeoutMs };
   }

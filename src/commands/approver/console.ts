@@ -258,7 +258,10 @@ export class ApproverConsole {
       outcome = { ok: false, failure: { ref: "spawn_failed", code: "FAULT" } };
     }
     const failure: StepFailure | undefined = outcome.ok ? undefined : outcome.failure;
-    const result = this.#o.ledger.finishStep(id, failure === undefined ? { decision: "approved", ref: (outcome as { ref: string }).ref } : { decision: "failed", ref: failure.ref });
+    const result = this.#o.ledger.finishStep(
+      id,
+      failure === undefined ? { decision: "approved", ref: (outcome as { ref: string }).ref } : { decision: "failed", ref: failure.ref },
+    );
     if (!result.ok) {
       this.#o.onFault?.(`the end of the step of ${id} was not recorded (${result.reason})`);
       return;

@@ -52,7 +52,8 @@ export function makeApproverApi(options: ApiOptions): (req: Request) => Promise<
     const body = await readJsonObject(req, MAX_BODY_BYTES);
     // Any holder of a client certificate can call this: every field is checked here again,
     // card-number net included, whatever serve-mcp (or the desk) already checked.
-    const checked = kind === "pay" ? validatePayAsk(body, { maxAmount: options.maxAmount }) : kind === "account" ? validateAccountAsk(body) : validateSpendAsk(body);
+    const checked =
+      kind === "pay" ? validatePayAsk(body, { maxAmount: options.maxAmount }) : kind === "account" ? validateAccountAsk(body) : validateSpendAsk(body);
     if (!checked.ok) return fail(checked.code);
     const made = options.ledger.create(checked.ask, { ttlMs: options.ttlMs, maxPending: options.maxPending });
     if (!made.ok) return fail(made.code);

@@ -54,10 +54,12 @@ function listen(config: { hostname: string; port: number }, tls: ReturnType<type
   try {
     return serveHardened({ hostname: config.hostname, port: config.port, tls, fetch });
   } catch (err) {
-    throw failure(`cannot listen on ${config.hostname}:${config.port}: ${errnoCode(err)}`, `another process may hold the port; choose another with ${flag} HOST:PORT`);
+    throw failure(
+      `cannot listen on ${config.hostname}:${config.port}: ${errnoCode(err)}`,
+      `another process may hold the port; choose another with ${flag} HOST:PORT`,
+    );
   }
 }
-
 
 async function serve(config: ApproverConfig, streams: Streams): Promise<void> {
   const clock = () => new Date();
@@ -166,8 +168,12 @@ async function serve(config: ApproverConfig, streams: Streams): Promise<void> {
   info(streams, `ask ledger: ${config.dbPath}`);
   info(streams, `trusting clients certified by ${tls.caSubject} (${tls.paths.ca}, sha256 ${tls.caFingerprint256})`);
   if (deskCa) info(streams, `trusting the desk certified by ${deskCa.caSubject} (${deskCa.path}, sha256 ${deskCa.caFingerprint256})`);
-  info(streams, `decisions signed with ${state.keyPath} (kid ${signer.kid}${state.keyCreated ? ", new" : ""}); ask-only approver --print-decision-keys prints the key set`);
-  if (config.onApprove) info(streams, `an approved pay or account ask runs the --on-approve step once (deadline ${formatDuration(config.onApprove.timeoutMs)})`);
+  info(
+    streams,
+    `decisions signed with ${state.keyPath} (kid ${signer.kid}${state.keyCreated ? ", new" : ""}); ask-only approver --print-decision-keys prints the key set`,
+  );
+  if (config.onApprove)
+    info(streams, `an approved pay or account ask runs the --on-approve step once (deadline ${formatDuration(config.onApprove.timeoutMs)})`);
   info(streams, `asks wait ${formatDuration(config.ttlMs)} for a decision; at most ${config.maxPending} pending; amounts up to ${config.maxAmount}`);
   info(streams, 'type "help" for the console commands');
 

@@ -74,7 +74,11 @@ export function openState(dbPath: string, clock: Clock): State {
   try {
     key = loadSigningKey(trusted(() => readPrivateFile(keyPath)).toString("utf8"), `the decision-signing key ${keyPath}`);
   } catch (err) {
-    if (err instanceof ReceiptKeyError) throw failure(err.message, `move it away: the next start makes a new key (the old one's records then need its public key, from --print-decision-keys of before)`);
+    if (err instanceof ReceiptKeyError)
+      throw failure(
+        err.message,
+        `move it away: the next start makes a new key (the old one's records then need its public key, from --print-decision-keys of before)`,
+      );
     throw err;
   }
   const signer = decisionSigner(key);

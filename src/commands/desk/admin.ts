@@ -16,7 +16,16 @@ const MAX_MC = Number.MAX_SAFE_INTEGER;
 const HEADER_NAME = /^[!#$%&'*+.^_`|~0-9A-Za-z-]{1,64}$/;
 const HEADER_VALUE = /^[\x20-\x7e\t]{0,4096}$/;
 /** Headers the MCP transport sets itself: a sealed value must not override them. */
-const RESERVED_HEADERS = new Set(["host", "content-type", "content-length", "accept", "mcp-session-id", "mcp-protocol-version", "connection", "transfer-encoding"]);
+const RESERVED_HEADERS = new Set([
+  "host",
+  "content-type",
+  "content-length",
+  "accept",
+  "mcp-session-id",
+  "mcp-protocol-version",
+  "connection",
+  "transfer-encoding",
+]);
 
 /** The /admin routes (http.ts puts the admin-token guard on each). */
 export function adminRoutes(desk: Desk): Route<RequestExtra>[] {

@@ -8,7 +8,6 @@ import { type ErrorCode, errorResponse, WireError } from "../../core/errors.ts";
 import type { Envelope } from "../../core/receipt/index.ts";
 import { readJson, timestamp } from "./request.ts";
 
-
 const bearer = (req: Request) => bearerOf(req.headers.get("authorization"));
 
 /** The x-clearing-* headers every /v1/tools/… answer carries. */
@@ -111,7 +110,10 @@ export async function agentReceipts(desk: Desk, req: Request, query: URLSearchPa
   const limit = limitText === null ? 100 : Number(limitText);
   if (!Number.isSafeInteger(limit) || limit < 1 || limit > MAX_LISTED_RECEIPTS) throw new WireError("VALUE_INVALID", { field: "limit" });
   const { receipts, held } = await desk.keyReceipts(key, since, limit);
-  return Response.json({ receipts: receipts.map((r) => JSON.parse(r.envelope) as Envelope), held_results: receipts.filter((r) => held.has(r.id)).map((r) => r.id) });
+  return Response.json({
+    receipts: receipts.map((r) => JSON.parse(r.envelope) as Envelope),
+    held_results: receipts.filter((r) => held.has(r.id)).map((r) => r.id),
+  });
 }
 
 /**

@@ -94,7 +94,12 @@ function buildServer(desk: Desk, options: McpOptions): Server {
     const tools = desk.allowedTools(key).map(({ tool, priceMc }) => {
       const text = tool.description.trim();
       // The upstream's own fields (title, outputSchema, annotations, _meta) as it listed them.
-      return { ...tool.listing, name: tool.name, description: `${text === "" ? "" : `${text} `}${priceSentence(priceMc)}`, inputSchema: tool.inputSchema as { type: "object" } };
+      return {
+        ...tool.listing,
+        name: tool.name,
+        description: `${text === "" ? "" : `${text} `}${priceSentence(priceMc)}`,
+        inputSchema: tool.inputSchema as { type: "object" },
+      };
     });
     return { tools };
   });

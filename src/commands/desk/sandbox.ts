@@ -4,13 +4,7 @@
 import type { Desk } from "../../core/desk/desk.ts";
 import type { SandboxSettings } from "../../core/desk/records.ts";
 import type { SandboxView } from "../../core/desk/wire.ts";
-import {
-  SANDBOX_MAX_BUDGET_MC,
-  SANDBOX_MAX_KEYS_PER_DAY,
-  SANDBOX_MAX_TOOLS,
-  SANDBOX_MAX_TTL_S,
-  SANDBOX_MIN_TTL_S,
-} from "../../core/desk/sandbox.ts";
+import { SANDBOX_MAX_BUDGET_MC, SANDBOX_MAX_KEYS_PER_DAY, SANDBOX_MAX_TOOLS, SANDBOX_MAX_TTL_S, SANDBOX_MIN_TTL_S } from "../../core/desk/sandbox.ts";
 import { intIn, objectBody, onlyFields, optional, required } from "./request.ts";
 
 /** What Bun.serve passes as the second argument of `fetch`: only the peer address is read. */

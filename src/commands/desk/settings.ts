@@ -61,7 +61,13 @@ function parseAllowedHosts(values: string[] | undefined): string[] {
  */
 function parseUpstreamHostAllowance(run: DeskRun): string[] {
   const given = run.flags.allowUpstreamHost ?? [];
-  const values = given.length > 0 ? given : (run.env[ALLOW_UPSTREAM_HOST_ENV] ?? "").split(",").map((v) => v.trim()).filter((v) => v !== "");
+  const values =
+    given.length > 0
+      ? given
+      : (run.env[ALLOW_UPSTREAM_HOST_ENV] ?? "")
+          .split(",")
+          .map((v) => v.trim())
+          .filter((v) => v !== "");
   const from = given.length > 0 ? "--allow-upstream-host" : ALLOW_UPSTREAM_HOST_ENV;
   return values.map((v) => {
     const literal = v.includes(":") && !v.startsWith("[") ? `[${v}]` : v;

@@ -19,8 +19,7 @@ export function siteCheck(options: SiteOptions): (req: Request, server: ListenIn
   const extra = new Set((options.allowedHosts ?? []).map((h) => h.toLowerCase()));
   return (req, server) => {
     const defaultPort = new URL(req.url).protocol === "https:" ? 443 : 80;
-    const allowed = (hostport: string | null) =>
-      hostport !== null && hostAllowed(hostport, defaultPort, server?.port, options.listenHostname, extra);
+    const allowed = (hostport: string | null) => hostport !== null && hostAllowed(hostport, defaultPort, server?.port, options.listenHostname, extra);
     return allowed(req.headers.get("host")) && originAllowed(req.headers.get("origin"), allowed);
   };
 }
@@ -33,14 +32,21 @@ const WILDCARDS = new Set(["0.0.0.0", "::", "[::]", ""]);
  * --listen hostname on the port it listens on, or an --allowed-host entry (`name` for any port,
  * `name:port` for that port only).
  */
-export function hostAllowed(hostport: string, defaultPort: number, port: number | undefined, listenHostname: string | undefined, extra: ReadonlySet<string>): boolean {
+export function hostAllowed(
+  hostport: string,
+  defaultPort: number,
+  port: number | undefined,
+  listenHostname: string | undefined,
+  extra: ReadonlySet<string>,
+): boolean {
   const m = /^(\[[0-9a-f:.]+\]|[a-z0-9.-]+)(?::(\d{1,5}))?$/.exec(hostport.toLowerCase());
   if (m === null) return false;
   const name = m[1]!;
   const given = m[2] === undefined ? defaultPort : Number(m[2]);
   if (extra.has(name) || extra.has(`${name}:${given}`)) return true;
   if (port === undefined || given !== port) return false;
-  const listen = listenHostname === undefined ? undefined : listenHostname.includes(":") && !listenHostname.startsWith("[") ? `[${listenHostname}]` : listenHostname;
+  const listen =
+    listenHostname === undefined ? undefined : listenHostname.includes(":") && !listenHostname.startsWith("[") ? `[${listenHostname}]` : listenHostname;
   return LOOPBACK_NAMES.includes(name) || (listen !== undefined && !WILDCARDS.has(listen) && listen.toLowerCase() === name);
 }
 

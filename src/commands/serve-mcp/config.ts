@@ -54,12 +54,18 @@ export function resolveServeMcpConfig(env: Record<string, string | undefined>): 
   if (rawTimeout !== undefined && rawTimeout !== "") {
     timeoutMs = /^[1-9]\d{0,5}$/.test(rawTimeout) ? Number(rawTimeout) : Number.NaN;
     if (!(timeoutMs <= MAX_TIMEOUT_MS)) {
-      throw failure("ASK_ONLY_PAY_TIMEOUT_MS is not a number of milliseconds", `a whole number from 1 to ${MAX_TIMEOUT_MS}; the default is ${DEFAULT_TIMEOUT_MS}`);
+      throw failure(
+        "ASK_ONLY_PAY_TIMEOUT_MS is not a number of milliseconds",
+        `a whole number from 1 to ${MAX_TIMEOUT_MS}; the default is ${DEFAULT_TIMEOUT_MS}`,
+      );
     }
   }
   const maxAmount = env.ASK_ONLY_PAY_MAX_AMOUNT || DEFAULT_MAX_AMOUNT;
   if (!isValidMaxAmount(maxAmount)) {
-    throw failure("ASK_ONLY_PAY_MAX_AMOUNT is not an amount", "a plain decimal above 0 with at most 9 digits before the point, e.g. 500; keep it equal to the approver's --max-amount");
+    throw failure(
+      "ASK_ONLY_PAY_MAX_AMOUNT is not an amount",
+      "a plain decimal above 0 with at most 9 digits before the point, e.g. 500; keep it equal to the approver's --max-amount",
+    );
   }
   return { url, tls, labels: { ...ENV }, timeoutMs, maxAmount };
 }

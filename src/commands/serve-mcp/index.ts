@@ -40,18 +40,18 @@ export async function runServeMcp(options: { version: string; streams: Streams }
     if (err instanceof TlsLoadError) throw failure(err.message, err.hint);
     throw err;
   }
-  const loadCallTool = lazyCallTool({
-    baseUrl: config.url,
-    tls: { cert: tls.cert, key: tls.key, ca: tls.ca },
-    timeoutMs: config.timeoutMs,
-  }, { maxAmount: config.maxAmount });
+  const loadCallTool = lazyCallTool(
+    {
+      baseUrl: config.url,
+      tls: { cert: tls.cert, key: tls.key, ca: tls.ca },
+      timeoutMs: config.timeoutMs,
+    },
+    { maxAmount: config.maxAmount },
+  );
 
   // The low-level Server, not McpServer.registerTool: the tool's input schema is our own flat
   // JSON Schema and its parse our own (errors as codes), which registerTool (zod) cannot express.
-  const server = new Server(
-    { name: "ask-only", title: "ask-only", version: options.version },
-    { capabilities: { tools: {} }, instructions: INSTRUCTIONS },
-  );
+  const server = new Server({ name: "ask-only", title: "ask-only", version: options.version }, { capabilities: { tools: {} }, instructions: INSTRUCTIONS });
   server.setRequestHandler(ListToolsRequestSchema, () => {
     // A client that lists tools will call one soon: load the rules once this answer is out.
     setTimeout(() => loadCallTool().catch(() => {}), 0);

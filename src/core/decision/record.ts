@@ -81,7 +81,14 @@ export const DECISION_FIELDS = [
   "spend",
 ] as const satisfies readonly (keyof DecisionRecord)[];
 
-export const SPEND_BINDING_FIELDS = ["reservation_id", "tool", "price_mc", "key_id", "org_id", "params_sha256"] as const satisfies readonly (keyof SpendBinding)[];
+export const SPEND_BINDING_FIELDS = [
+  "reservation_id",
+  "tool",
+  "price_mc",
+  "key_id",
+  "org_id",
+  "params_sha256",
+] as const satisfies readonly (keyof SpendBinding)[];
 
 const HEX64 = /^[0-9a-f]{64}$/;
 const TIME = /^\d{4}-(0[1-9]|1[0-2])-(0[1-9]|[12]\d|3[01])T([01]\d|2[0-3]):[0-5]\d:[0-5]\d\.\d{3}Z$/;

@@ -48,10 +48,14 @@ export function describeDecision(r: DecisionRecord): string {
  */
 export function openDecision(envelope: unknown, keys: ReceiptKeys): OpenedDecision {
   const v = verifySigned(envelope, keys, "signature");
-  if ("failed" in v) return { checks: [v.failed, { name: "readable_copy", ok: false, detail: "not checked: the signature did not verify" }], signed: null, payloadSha256: null };
+  if ("failed" in v)
+    return { checks: [v.failed, { name: "readable_copy", ok: false, detail: "not checked: the signature did not verify" }], signed: null, payloadSha256: null };
   const record = (v.read as { record: DecisionRecord }).record;
   const copy = readableCopyCheck((envelope as Record<string, unknown>).decision, record as unknown as Record<string, unknown>, DECISION_FIELDS);
-  const checks: Check[] = [{ name: "signature", ok: true, detail: `kid ${printable(record.kid)}` }, copy.ok ? { ...copy, detail: describeDecision(record) } : copy];
+  const checks: Check[] = [
+    { name: "signature", ok: true, detail: `kid ${printable(record.kid)}` },
+    copy.ok ? { ...copy, detail: describeDecision(record) } : copy,
+  ];
   return { checks, signed: record, payloadSha256: sha256Hex(v.bytes) };
 }
 
@@ -108,7 +112,11 @@ export function approvalChecks(signed: Receipt, approverKeys: ReceiptKeys | unde
   return [
     { name: "approver_signature", ok: true, detail: `kid ${printable(record.kid)}` },
     problem === null
-      ? { name: "approval", ok: true, detail: `${record.approval_id} ${record.decision === "expired" ? "expired undecided" : `${record.decision} by a person`}, for this call (seq ${record.seq})` }
+      ? {
+          name: "approval",
+          ok: true,
+          detail: `${record.approval_id} ${record.decision === "expired" ? "expired undecided" : `${record.decision} by a person`}, for this call (seq ${record.seq})`,
+        }
       : { name: "approval", ok: false, detail: problem },
   ];
 }

@@ -20,11 +20,13 @@ export async function checkLedger(ledger: Pick<DeskLedger, "check" | "records">)
     for (const row of rows) {
       count++;
       const opened = openEnvelope(JSON.parse(row.envelope), keys);
-      for (const c of opened.checks) if (!c.ok) problems.push(`receipt ${printable(row.id)} (key ${printable(keyId)} seq ${row.seq}): ${c.name} ${c.detail ?? ""}`.trim());
+      for (const c of opened.checks)
+        if (!c.ok) problems.push(`receipt ${printable(row.id)} (key ${printable(keyId)} seq ${row.seq}): ${c.name} ${c.detail ?? ""}`.trim());
       const s = opened.signed;
       // Every column is read as if it were the receipt (org_id decides which keys may fetch it,
       // sha256 is what the next receipt chains to): each must be what was signed.
-      if (s !== null && !rowMatches(row, s, opened.payloadSha256)) problems.push(`receipt ${printable(row.id)}: the ledger row differs from the signed receipt`);
+      if (s !== null && !rowMatches(row, s, opened.payloadSha256))
+        problems.push(`receipt ${printable(row.id)}: the ledger row differs from the signed receipt`);
       chain.add(count, s, opened.payloadSha256);
     }
   }

@@ -95,8 +95,7 @@ async function checkToolAndArgs(d: DeskContext, ctx: CallContext, args: unknown)
   }
   ctx.priceMc = priceFor(ctx.key, tool);
   ctx.upstreamCostMc = tool.upstreamCostMc;
-  const problems: ArgsProblem[] =
-    typeof args !== "object" || args === null || Array.isArray(args) ? [{ path: "/", rule: "type" }] : tool.check(args);
+  const problems: ArgsProblem[] = typeof args !== "object" || args === null || Array.isArray(args) ? [{ path: "/", rule: "type" }] : tool.check(args);
   let hash: string | null = null;
   if (problems.length === 0) {
     try {
@@ -175,7 +174,12 @@ async function settle(d: DeskContext, ctx: CallContext, reservationId: number, a
     // The sweep refunded it as abandoned while the upstream was still answering: the agent
     // got no answer it pays for, and gets the abandoned receipt.
     const receipt = settled.receipt === null ? undefined : (JSON.parse(settled.receipt.envelope) as Envelope);
-    return refusal("UPSTREAM_TIMEOUT", settled.outcome ?? "refunded_abandoned", { priceMc: ctx.priceMc, remainingMc: settled.remainingMc }, receipt ? { receipt } : {});
+    return refusal(
+      "UPSTREAM_TIMEOUT",
+      settled.outcome ?? "refunded_abandoned",
+      { priceMc: ctx.priceMc, remainingMc: settled.remainingMc },
+      receipt ? { receipt } : {},
+    );
   }
   const money = { priceMc: ctx.priceMc, remainingMc: settled.remainingMc };
   if (answer.kind === "ok") return { status: statusOf("charged"), outcome, ...money, receipt: last()!, result: answer.result };

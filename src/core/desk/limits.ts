@@ -15,4 +15,3 @@ export const ABANDON_MARGIN_MS = 10_000;
 /** How long the result of a charged call whose agent disconnected is kept, and how many per key. */
 export const HELD_RESULT_MS = 60 * 60 * 1000;
 export const HELD_RESULTS_PER_KEY = 20;
-

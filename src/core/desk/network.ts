@@ -15,7 +15,10 @@ export function networkOf(address: string): string | null {
   if (v6.slice(0, 5).every((h) => h === 0) && v6[5] === 0xffff) {
     return `${v6[6]! >> 8}.${v6[6]! & 0xff}.${v6[7]! >> 8}.0/24`;
   }
-  return `${v6.slice(0, 4).map((h) => h.toString(16)).join(":")}::/64`;
+  return `${v6
+    .slice(0, 4)
+    .map((h) => h.toString(16))
+    .join(":")}::/64`;
 }
 
 function ipv4(text: string): number[] | null {

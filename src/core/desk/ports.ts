@@ -236,4 +236,3 @@ export type UpstreamConnectors = Readonly<Record<UpstreamKind, UpstreamConnector
 
 /** Keeps a new receipt-signing key (PKCS#8 PEM) before the desk signs with it. */
 export type SigningKeyStore = (privatePem: string) => void;
-

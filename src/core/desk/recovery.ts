@@ -8,7 +8,9 @@ import { ABANDON_MARGIN_MS } from "./limits.ts";
 export async function sweepAbandoned(d: DeskContext, beforeMs: number): Promise<number> {
   const ids = await d.ledger.money.openReservations(beforeMs);
   const settled = await Promise.allSettled(
-    ids.map((reservationId) => d.ledger.money.settle({ reservationId, outcome: "refunded_abandoned", resultSha256: null, now: d.now() }, d.signing.receiptMaker().make)),
+    ids.map((reservationId) =>
+      d.ledger.money.settle({ reservationId, outcome: "refunded_abandoned", resultSha256: null, now: d.now() }, d.signing.receiptMaker().make),
+    ),
   );
   let refunded = 0;
   for (const [i, s] of settled.entries()) {

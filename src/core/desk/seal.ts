@@ -12,11 +12,7 @@ export async function importSealingKey(raw: Uint8Array): Promise<SealingKey> {
 /** base64url(12-byte IV || ciphertext || 16-byte tag). */
 export async function seal(key: SealingKey, aad: string, plaintext: string): Promise<string> {
   const iv = crypto.getRandomValues(new Uint8Array(12));
-  const ct = await crypto.subtle.encrypt(
-    { name: "AES-GCM", iv, additionalData: new TextEncoder().encode(aad) },
-    key,
-    new TextEncoder().encode(plaintext),
-  );
+  const ct = await crypto.subtle.encrypt({ name: "AES-GCM", iv, additionalData: new TextEncoder().encode(aad) }, key, new TextEncoder().encode(plaintext));
   const out = new Uint8Array(12 + ct.byteLength);
   out.set(iv);
   out.set(new Uint8Array(ct), 12);

@@ -111,7 +111,8 @@ export function orgChainProblems(records: readonly { record: OrgRecord; payloadS
     if (r.org_id !== orgId) problems.push(`${where}: belongs to another organization`);
     const expectedSeq = previous === null ? 1 : previous.record.seq + 1;
     if (r.seq !== expectedSeq) problems.push(`${where}: expected seq ${expectedSeq} (a record is missing or out of order)`);
-    else if (previous !== null && r.prev_sha256 !== previous.payloadSha256) problems.push(`${where}: prev_sha256 differs from the hash of seq ${previous.record.seq}`);
+    else if (previous !== null && r.prev_sha256 !== previous.payloadSha256)
+      problems.push(`${where}: prev_sha256 differs from the hash of seq ${previous.record.seq}`);
     if (previous === null && r.type !== "budget_set") problems.push(`${where}: the first record of an organization sets its budget`);
     if (previous !== null) {
       const p = previous.record;

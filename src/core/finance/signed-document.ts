@@ -62,7 +62,8 @@ export function openDocument<Doc>(envelope: unknown, name: string, keys: Receipt
     // Blocks duplicate keys and re-spelled numbers that two JSON readers could take differently.
     if (canonicalJson(doc) !== text) return { ok: false, problem: "the signed payload is not canonical JSON" };
     if ((doc as { kid?: unknown }).kid !== kid) return { ok: false, problem: "the signed kid differs from the envelope kid" };
-    if (!Object.hasOwn(envelope, name) || canonicalJson(envelope[name]) !== text) return { ok: false, problem: `the readable ${name} differs from the signed payload` };
+    if (!Object.hasOwn(envelope, name) || canonicalJson(envelope[name]) !== text)
+      return { ok: false, problem: `the readable ${name} differs from the signed payload` };
   } catch (err) {
     if (err instanceof CanonicalJsonError) return { ok: false, problem: `the readable ${name} differs from the signed payload` };
     throw err;

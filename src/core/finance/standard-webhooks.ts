@@ -141,10 +141,20 @@ export function verifyWebhookV1a(
 }
 
 /** The `v1` check with the shared secret, compared in constant time (for receivers without a Standard Webhooks library). */
-export function verifyWebhookV1(headers: ReceivedHeaders, body: string | Uint8Array, secret: Uint8Array, nowMs: number, toleranceS = WEBHOOK_TOLERANCE_S): WebhookCheck {
+export function verifyWebhookV1(
+  headers: ReceivedHeaders,
+  body: string | Uint8Array,
+  secret: Uint8Array,
+  nowMs: number,
+  toleranceS = WEBHOOK_TOLERANCE_S,
+): WebhookCheck {
   const got = received(headers, "v1", nowMs, toleranceS);
   if ("ok" in got) return got;
-  const expected = new Uint8Array(createHmac("sha256", secret).update(signedContent(got.id, got.timestamp, body)).digest());
+  const expected = new Uint8Array(
+    createHmac("sha256", secret)
+      .update(signedContent(got.id, got.timestamp, body))
+      .digest(),
+  );
   let matched = false;
   for (const signature of got.signatures) matched = constantTimeEqual(new Uint8Array(signature), expected) || matched;
   return matched ? { ok: true, id: got.id, timestampS: Number(got.timestamp) } : { ok: false, reason: "NO_MATCHING_SIGNATURE" };

@@ -31,7 +31,12 @@ const NOT_CHECKED = "not checked: the statement's signature did not verify";
  * The export must hold every receipt of the org's keys from seq 1 up to the statement's chain
  * heads: the opening balance of a budget without reset depends on every earlier charge.
  */
-export function verifyStatement(envelope: unknown, keys: ReceiptKeys | Jwks, exportLines: readonly unknown[], heldRecords: readonly unknown[] = []): StatementVerdict {
+export function verifyStatement(
+  envelope: unknown,
+  keys: ReceiptKeys | Jwks,
+  exportLines: readonly unknown[],
+  heldRecords: readonly unknown[] = [],
+): StatementVerdict {
   const keySet = keys instanceof ReceiptKeys ? keys : ReceiptKeys.fromJwks(keys);
   const opened = openDocument<Statement>(envelope, "statement", keySet, statementProblem);
   if (!opened.ok) {
@@ -68,7 +73,11 @@ function checkRecords(statement: Statement, keys: ReceiptKeys, held: readonly un
   held.forEach((envelope, i) => {
     const o = openOrgRecord(envelope, keys);
     if (!o.ok) problems.push(`held record ${i + 1}: ${printable(o.problem)}`);
-    else if (o.record.org_id === statement.org_id && o.record.issued_at < statement.covers_until && !inStatement.has((envelope as { payload: string }).payload)) {
+    else if (
+      o.record.org_id === statement.org_id &&
+      o.record.issued_at < statement.covers_until &&
+      !inStatement.has((envelope as { payload: string }).payload)
+    ) {
       problems.push(`held record ${i + 1} (seq ${o.record.seq}, ${printable(o.record.id)}): issued before ${statement.covers_until} but not in the statement`);
     }
   });
@@ -125,7 +134,11 @@ function checkChains(byKey: ReadonlyMap<string, readonly ExportReceipt[]>): Stat
   return verdict("chains", problems, `${byKey.size} chain(s) intact from seq 1`);
 }
 
-function checkFigures(statement: Statement, records: { envelope: Statement["records"][number]; record: OrgRecord }[], byKey: ReadonlyMap<string, readonly ExportReceipt[]>): StatementCheck {
+function checkFigures(
+  statement: Statement,
+  records: { envelope: Statement["records"][number]; record: OrgRecord }[],
+  byKey: ReadonlyMap<string, readonly ExportReceipt[]>,
+): StatementCheck {
   let recomputed: ReturnType<typeof computeStatement>;
   try {
     recomputed = computeStatement({

@@ -191,11 +191,23 @@ export function computeStatement(input: StatementInput): StatementFields {
       continue;
     }
     countInWindow++;
-    if (firstReceipt === null || r.issued_at < firstReceipt.issued_at || (r.issued_at === firstReceipt.issued_at && r.id < firstReceipt.id)) firstReceipt = { id: r.id, issued_at: r.issued_at };
-    if (lastReceipt === null || r.issued_at > lastReceipt.issued_at || (r.issued_at === lastReceipt.issued_at && r.id > lastReceipt.id)) lastReceipt = { id: r.id, issued_at: r.issued_at };
+    if (firstReceipt === null || r.issued_at < firstReceipt.issued_at || (r.issued_at === firstReceipt.issued_at && r.id < firstReceipt.id))
+      firstReceipt = { id: r.id, issued_at: r.issued_at };
+    if (lastReceipt === null || r.issued_at > lastReceipt.issued_at || (r.issued_at === lastReceipt.issued_at && r.id > lastReceipt.id))
+      lastReceipt = { id: r.id, issued_at: r.issued_at };
     let line = tools.get(r.tool);
     if (line === undefined) {
-      line = { tool: r.tool, calls: 0, charged_calls: 0, charged_mc: 0, upstream_cost_mc: 0, margin_mc: 0, refunded_calls: 0, refunded_price_mc: 0, refused_calls: 0 };
+      line = {
+        tool: r.tool,
+        calls: 0,
+        charged_calls: 0,
+        charged_mc: 0,
+        upstream_cost_mc: 0,
+        margin_mc: 0,
+        refunded_calls: 0,
+        refunded_price_mc: 0,
+        refused_calls: 0,
+      };
       tools.set(r.tool, line);
     }
     line.calls++;
@@ -221,7 +233,10 @@ export function computeStatement(input: StatementInput): StatementFields {
 
   const openingBudget = budgetAt(p.start);
   const closingBudget = budgetAt(coversUntil);
-  const byText = <T>(key: (x: T) => string) => (a: T, b: T) => (key(a) < key(b) ? -1 : key(a) > key(b) ? 1 : 0);
+  const byText =
+    <T>(key: (x: T) => string) =>
+    (a: T, b: T) =>
+      key(a) < key(b) ? -1 : key(a) > key(b) ? 1 : 0;
   return {
     id: input.id,
     issued_at: input.issued_at,

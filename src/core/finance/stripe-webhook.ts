@@ -158,7 +158,8 @@ export function readStripeWebhook(header: string | null, body: Uint8Array, confi
   const session = isRecord(event.data) ? event.data.object : undefined;
   if (!isRecord(session) || session.object !== "checkout.session") return malformed("data.object is not a checkout.session");
   if (typeof session.id !== "string" || !SESSION_ID.test(session.id)) return malformed("data.object.id is not a cs_ id");
-  if (typeof session.payment_status !== "string" || !PAYMENT_STATUSES.has(session.payment_status)) return malformed("payment_status is not paid, unpaid or no_payment_required");
+  if (typeof session.payment_status !== "string" || !PAYMENT_STATUSES.has(session.payment_status))
+    return malformed("payment_status is not paid, unpaid or no_payment_required");
   if (typeof session.livemode !== "boolean") return malformed("data.object.livemode is not a boolean");
   const metadata = session.metadata;
   if (metadata !== null && metadata !== undefined && !isRecord(metadata)) return malformed("metadata is not an object");

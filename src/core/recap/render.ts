@@ -123,12 +123,10 @@ function pushValue(lines: string[], prefix: string, value: string, width: number
   for (let i = 1; i < rows.length; i++) lines.push(CONTINUATION + rows[i]);
 }
 
-const pushField = (lines: string[], label: string, value: string, width: number): void =>
-  pushValue(lines, labelled(label), value, width);
+const pushField = (lines: string[], label: string, value: string, width: number): void => pushValue(lines, labelled(label), value, width);
 
 // URLs keep each `%XX` whole on one row.
-const pushUrl = (lines: string[], label: string, href: string, width: number): void =>
-  pushValue(lines, labelled(label), href, width, true);
+const pushUrl = (lines: string[], label: string, href: string, width: number): void => pushValue(lines, labelled(label), href, width, true);
 
 function pushOptional(lines: string[], label: string, value: string | undefined, width: number, lead = ""): void {
   // An absent optional field says so in the approver's words; agent text always has the lead.
@@ -245,7 +243,9 @@ export function renderListLine(stored: StoredAsk, now: Date, width: number = REC
   const head = `${id}  `;
   const room = w - head.length - tail.length;
   const ask = stored.ask;
-  return head + (ask.kind === "spend" ? spendSummary(ask, room, { hint: false, tooLong: "cut" }) : summary(ask, room, siteOfAsk(ask), MIN_LIST_SITE_ROOM)) + tail;
+  return (
+    head + (ask.kind === "spend" ? spendSummary(ask, room, { hint: false, tooLong: "cut" }) : summary(ask, room, siteOfAsk(ask), MIN_LIST_SITE_ROOM)) + tail
+  );
 }
 
 /** What the approver shows instead of recaps on a terminal narrower than 76 columns (rows <= 24 columns). */

@@ -32,8 +32,7 @@ const MAX_MARKS_PER_BASE = 2;
 // - Default_Ignorable_Code_Point: drawn as nothing by design: Hangul fillers, variation
 //   selectors (U+FE00-FE0F, U+E0100-E01EF), the combining grapheme joiner, Khmer inherent vowels.
 // - Variation_Selector: listed again so the rule holds if an engine's ignorable table differs.
-const HIDDEN =
-  /^[\p{Cc}\p{Cf}\p{Zl}\p{Zp}\p{Cs}\p{Co}\p{Cn}\p{Default_Ignorable_Code_Point}\p{Variation_Selector}]$/u;
+const HIDDEN = /^[\p{Cc}\p{Cf}\p{Zl}\p{Zp}\p{Cs}\p{Co}\p{Cn}\p{Default_Ignorable_Code_Point}\p{Variation_Selector}]$/u;
 const SPACE_SEPARATOR = /^\p{Zs}$/u;
 const COMBINING_MARK = /^\p{M}$/u;
 

@@ -40,7 +40,11 @@ const KEYS_NAMED = 8;
 
 function keyList(keys: readonly string[]): string {
   if (keys.length === 0) return "none";
-  const named = [...keys].sort().slice(0, KEYS_NAMED).map((k) => printable(k)).join(", ");
+  const named = [...keys]
+    .sort()
+    .slice(0, KEYS_NAMED)
+    .map((k) => printable(k))
+    .join(", ");
   return keys.length > KEYS_NAMED ? `${named}, ... (${keys.length} keys)` : named;
 }
 

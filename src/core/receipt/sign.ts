@@ -4,7 +4,16 @@ import { encodeBase64url } from "./base64url.ts";
 import { canonicalJson } from "./canonical.ts";
 import { hashJson, sha256Hex } from "./hash.ts";
 import { approvalBindingProblem } from "../decision/binding.ts";
-import { APPROVAL_RECEIPT_VERSION, canonicalReceipt, type Envelope, RECEIPT_VERSION, type Receipt, type ReceiptFields, receiptFields, receiptProblem } from "./types.ts";
+import {
+  APPROVAL_RECEIPT_VERSION,
+  canonicalReceipt,
+  type Envelope,
+  RECEIPT_VERSION,
+  type Receipt,
+  type ReceiptFields,
+  receiptFields,
+  receiptProblem,
+} from "./types.ts";
 
 /** A public receipt-signing key as published in the JWKS. */
 export type ReceiptJwk = { kty: "OKP"; crv: "Ed25519"; x: string; kid: string; use: "sig"; alg: "EdDSA" };

@@ -124,8 +124,12 @@ function isApprovalEnvelope(v: unknown): boolean {
   if (!isRecord(v) || Object.keys(v).length !== 3) return false;
   const { payload, signature, kid } = v;
   return (
-    typeof payload === "string" && payload.length <= MAX_APPROVAL_PAYLOAD && BASE64URL.test(payload) &&
-    typeof signature === "string" && signature.length === 86 && BASE64URL.test(signature) &&
+    typeof payload === "string" &&
+    payload.length <= MAX_APPROVAL_PAYLOAD &&
+    BASE64URL.test(payload) &&
+    typeof signature === "string" &&
+    signature.length === 86 &&
+    BASE64URL.test(signature) &&
     isText(kid)
   );
 }

@@ -88,6 +88,14 @@ export async function verifyResponseWeb(body: unknown, keys: ReadonlyMap<string,
   // The approver's decision a version 2 receipt carries is checked by verify-receipt with the
   // approver's key set, which this page does not have: it says so, and the receipt does not pass.
   const approval: Check[] =
-    read.signed.approval === undefined ? [] : [{ name: "approval", ok: false, detail: "not checked here: verify the receipt with ask-only verify-receipt --approver-keys" }];
-  return [...checks, readableCheck(parts.receipt, read.signed), await hashed(resultCheck(found.shape, read.signed)), await hashed(paramsCheck(args, read.signed)), ...approval];
+    read.signed.approval === undefined
+      ? []
+      : [{ name: "approval", ok: false, detail: "not checked here: verify the receipt with ask-only verify-receipt --approver-keys" }];
+  return [
+    ...checks,
+    readableCheck(parts.receipt, read.signed),
+    await hashed(resultCheck(found.shape, read.signed)),
+    await hashed(paramsCheck(args, read.signed)),
+    ...approval,
+  ];
 }

@@ -122,7 +122,9 @@ export function openExportLine(value: unknown, keys: ReceiptKeys | Jwks): Promis
   const found = shapeOf(value);
   if ("shape" in found && found.shape.kind === "envelope") return openEnvelopeAsync(value, keys);
   const failed: Check =
-    "failed" in found ? found.failed : { name: "shape", ok: false, detail: `an export line is a bare envelope {payload, signature, kid, receipt}, not a ${found.shape.kind} response` };
+    "failed" in found
+      ? found.failed
+      : { name: "shape", ok: false, detail: `an export line is a bare envelope {payload, signature, kid, receipt}, not a ${found.shape.kind} response` };
   return Promise.resolve({ checks: [failed], signed: null, payloadSha256: null });
 }
 
@@ -142,7 +144,14 @@ function prepare(envelope: unknown, keySet: ReceiptKeys): Prepared | { opened: O
   const bytes = decodeBase64url(parts.payload);
   if (bytes === null) return { opened: { checks: [{ name: "envelope", ok: false, detail: "payload is not base64url" }], signed: null, payloadSha256: null } };
   const sig = decodeBase64url(parts.signature);
-  return { kid: parts.kid, receipt: parts.receipt, bytes, read: readSigned(bytes), key: keySet.get(parts.kid), sig: sig !== null && sig.length === 64 ? sig : null };
+  return {
+    kid: parts.kid,
+    receipt: parts.receipt,
+    bytes,
+    read: readSigned(bytes),
+    key: keySet.get(parts.kid),
+    sig: sig !== null && sig.length === 64 ? sig : null,
+  };
 }
 
 function conclude({ kid, receipt, bytes, read, key }: Prepared, signatureValid: boolean): OpenedEnvelope {
@@ -156,7 +165,6 @@ function conclude({ kid, receipt, bytes, read, key }: Prepared, signatureValid: 
 export function verifyEnvelope(envelope: unknown, keys: ReceiptKeys | Jwks): Check[] {
   return openEnvelope(envelope, keys).checks;
 }
-
 
 const hashed = (step: Check | ToHash): Check => ("text" in step ? hashCheck(step, sha256Hex(step.text)) : step);
 
@@ -201,7 +209,11 @@ export class ChainVerifier {
     const expectedSeq = prev ? prev.seq + 1 : 1;
     if (signed.seq !== expectedSeq) {
       const what = prev ? `after seq ${prev.seq}` : "as the first receipt of the key";
-      this.failures.push({ index, key_id: printable(key), detail: `seq ${signed.seq} ${what}; expected seq ${expectedSeq} (a receipt is missing or out of order)` });
+      this.failures.push({
+        index,
+        key_id: printable(key),
+        detail: `seq ${signed.seq} ${what}; expected seq ${expectedSeq} (a receipt is missing or out of order)`,
+      });
     } else if (prev && signed.prev_sha256 !== prev.sha256) {
       this.failures.push({ index, key_id: printable(key), detail: `prev_sha256 differs from the hash of seq ${prev.seq}` });
     }

@@ -74,5 +74,11 @@ export function refsOutside(doc: unknown): string[] {
 
 function firstLine(err: unknown): string {
   const text = err instanceof Error ? err.message : String(err);
-  return text.split("\n").find((l) => l.trim() !== "")?.trim().slice(0, 300) ?? "invalid";
+  return (
+    text
+      .split("\n")
+      .find((l) => l.trim() !== "")
+      ?.trim()
+      .slice(0, 300) ?? "invalid"
+  );
 }

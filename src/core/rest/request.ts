@@ -171,7 +171,13 @@ export function buildRequest(baseUrl: URL, op: RestOperation, args: Record<strin
   const url = new URL(`${baseUrl.origin}${basePath}${path}${search}`);
   // The URL as a parser reads it must be the one meant: same origin, base path then exactly the
   // operation's segments, our query, no fragment. Anything else is never sent.
-  if (url.origin !== baseUrl.origin || url.pathname !== `${basePath}${path}` || !url.pathname.startsWith(`${basePath}/`) || url.search !== search || url.hash !== "") {
+  if (
+    url.origin !== baseUrl.origin ||
+    url.pathname !== `${basePath}${path}` ||
+    !url.pathname.startsWith(`${basePath}/`) ||
+    url.search !== search ||
+    url.hash !== ""
+  ) {
     return { ok: false, problems: [{ path: "/", rule: "url" }] };
   }
   return { ok: true, request: { method: op.method.toUpperCase(), url, headers, ...(body === undefined ? {} : { body }) } };
@@ -189,9 +195,7 @@ function serialize(p: RestParameter, value: unknown, problems: ArgsProblem[], en
     if (Array.isArray(value) && value.every(isPrimitive)) return value.map((v) => put(text(v))).join(",");
     if (isFlatObject(value)) {
       const entries = Object.entries(value);
-      return p.explode
-        ? entries.map(([k, v]) => `${put(k)}=${put(text(v))}`).join(",")
-        : entries.flatMap(([k, v]) => [put(k), put(text(v))]).join(",");
+      return p.explode ? entries.map(([k, v]) => `${put(k)}=${put(text(v))}`).join(",") : entries.flatMap(([k, v]) => [put(k), put(text(v))]).join(",");
     }
     problems.push({ path: pointer(p.arg), rule: "style" });
   } catch (err) {

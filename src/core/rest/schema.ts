@@ -14,17 +14,56 @@ export class UnsupportedSchema extends Error {
 }
 
 /** Keywords whose value is one schema. */
-const ONE_SCHEMA = ["items", "additionalProperties", "not", "if", "then", "else", "contains", "propertyNames", "unevaluatedItems", "unevaluatedProperties", "contentSchema"];
+const ONE_SCHEMA = [
+  "items",
+  "additionalProperties",
+  "not",
+  "if",
+  "then",
+  "else",
+  "contains",
+  "propertyNames",
+  "unevaluatedItems",
+  "unevaluatedProperties",
+  "contentSchema",
+];
 /** Keywords whose value maps names to schemas. */
 const SCHEMA_MAP = ["properties", "patternProperties", "dependentSchemas"];
 /** Keywords whose value is a list of schemas. */
 const SCHEMA_LIST = ["allOf", "anyOf", "oneOf", "prefixItems"];
 /** Keywords copied as they are (assertions and annotations of JSON Schema 2020-12). */
 const PLAIN = new Set([
-  "type", "enum", "const", "multipleOf", "maximum", "minimum", "exclusiveMaximum", "exclusiveMinimum", "maxLength", "minLength",
-  "pattern", "maxItems", "minItems", "uniqueItems", "maxContains", "minContains", "maxProperties", "minProperties", "required",
-  "dependentRequired", "format", "title", "description", "default", "deprecated", "readOnly", "writeOnly", "examples",
-  "contentEncoding", "contentMediaType", "$comment",
+  "type",
+  "enum",
+  "const",
+  "multipleOf",
+  "maximum",
+  "minimum",
+  "exclusiveMaximum",
+  "exclusiveMinimum",
+  "maxLength",
+  "minLength",
+  "pattern",
+  "maxItems",
+  "minItems",
+  "uniqueItems",
+  "maxContains",
+  "minContains",
+  "maxProperties",
+  "minProperties",
+  "required",
+  "dependentRequired",
+  "format",
+  "title",
+  "description",
+  "default",
+  "deprecated",
+  "readOnly",
+  "writeOnly",
+  "examples",
+  "contentEncoding",
+  "contentMediaType",
+  "$comment",
 ]);
 /**
  * Keywords that change how references resolve or name a schema resource: a nested `$id` would

@@ -33,8 +33,21 @@ export const MAX_TOOLS = 1000;
  * never sets them.
  */
 const IGNORED_HEADERS = new Set([
-  "accept", "content-type", "authorization", "host", "content-length", "connection", "transfer-encoding", "te", "trailer",
-  "upgrade", "keep-alive", "proxy-authorization", "proxy-connection", "expect", "cookie",
+  "accept",
+  "content-type",
+  "authorization",
+  "host",
+  "content-length",
+  "connection",
+  "transfer-encoding",
+  "te",
+  "trailer",
+  "upgrade",
+  "keep-alive",
+  "proxy-authorization",
+  "proxy-connection",
+  "expect",
+  "cookie",
 ]);
 const HEADER_NAME = /^[!#$%&'*+.^_`|~0-9A-Za-z-]{1,128}$/;
 const MEDIA_TYPE = /^[\x21-\x7e][\x20-\x7e]{0,254}$/;
@@ -81,7 +94,14 @@ class Unsupported extends Error {
   override name = "Unsupported";
 }
 
-function toolOf(doc: Record<string, unknown>, version: OpenApiVersion, path: string, method: HttpMethod, item: Record<string, unknown>, op: Record<string, unknown>): RestTool {
+function toolOf(
+  doc: Record<string, unknown>,
+  version: OpenApiVersion,
+  path: string,
+  method: HttpMethod,
+  item: Record<string, unknown>,
+  op: Record<string, unknown>,
+): RestTool {
   const template = parseTemplate(path);
   if (typeof template === "string") throw new Unsupported(template);
   const input = new SchemaConverter(doc, version, "request");
@@ -99,7 +119,10 @@ function toolOf(doc: Record<string, unknown>, version: OpenApiVersion, path: str
   for (const { param, source } of parameters) {
     const schema = input.convert(source.schema ?? {});
     const description = typeof source.description === "string" ? source.description : undefined;
-    properties[param.arg] = description !== undefined && typeof schema === "object" && schema !== null && !Array.isArray(schema) && schema.description === undefined ? { ...schema, description } : schema;
+    properties[param.arg] =
+      description !== undefined && typeof schema === "object" && schema !== null && !Array.isArray(schema) && schema.description === undefined
+        ? { ...schema, description }
+        : schema;
     if (param.required) required.push(param.arg);
   }
   if (body !== undefined) {
@@ -194,7 +217,10 @@ function styleOf(where: ParameterLocation, p: Record<string, unknown>): { style:
   const explode = typeof p.explode === "boolean" ? p.explode : style === "form" || style === "deepObject";
   const ok =
     where === "query" ? ["form", "spaceDelimited", "pipeDelimited", "deepObject"].includes(style) && !(style === "deepObject" && !explode) : style === "simple";
-  if (!ok) throw new Unsupported(`the ${where} parameter ${String(p.name)} has style ${style}${style === "deepObject" ? " without explode" : ""}, which the desk does not write`);
+  if (!ok)
+    throw new Unsupported(
+      `the ${where} parameter ${String(p.name)} has style ${style}${style === "deepObject" ? " without explode" : ""}, which the desk does not write`,
+    );
   if ((style === "spaceDelimited" || style === "pipeDelimited") && explode) return { style: "form", explode: true };
   return { style: style as ParameterStyle, explode };
 }
@@ -209,7 +235,10 @@ function withArgNames(declared: Declared[], hasBody: boolean): { param: RestPara
   const count = new Map<string, number>();
   for (const d of declared) count.set(d.param.name, (count.get(d.param.name) ?? 0) + 1);
   if (hasBody) count.set("body", (count.get("body") ?? 0) + 1);
-  const named = declared.map((d) => ({ param: { ...d.param, arg: (count.get(d.param.name) ?? 0) > 1 ? `${d.param.in}.${d.param.name}` : d.param.name }, source: d.source }));
+  const named = declared.map((d) => ({
+    param: { ...d.param, arg: (count.get(d.param.name) ?? 0) > 1 ? `${d.param.in}.${d.param.name}` : d.param.name },
+    source: d.source,
+  }));
   const args = [...named.map((n) => n.param.arg), ...(hasBody ? ["body"] : [])];
   const twice = args.filter((a, i) => args.indexOf(a) !== i);
   if (twice.length > 0) throw new Unsupported(`argument names clash (${[...new Set(twice)].join(", ")})`);
@@ -279,7 +308,10 @@ function outputSchemaOf(doc: Record<string, unknown>, version: OpenApiVersion, s
     if (kind === "object" && only.length === 1 && typeof converted.$ref === "string" && defs) {
       converted = defs[converted.$ref.slice("#/$defs/".length)] as Record<string, unknown>;
     }
-    const root = kind === "object" ? { type: "object", ...converted } : { type: "object", properties: { value: converted }, required: ["value"], additionalProperties: false };
+    const root =
+      kind === "object"
+        ? { type: "object", ...converted }
+        : { type: "object", properties: { value: converted }, required: ["value"], additionalProperties: false };
     const full = { $schema: SCHEMA_2020_12, ...root, ...(defs ? { $defs: defs } : {}) };
     compileArgsSchema(full);
     return full;

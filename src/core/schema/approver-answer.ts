@@ -9,9 +9,7 @@ import { isApprovalId, isSafeRef } from "../ids.ts";
 export const RFC3339_UTC = /^\d{4}-(0[1-9]|1[0-2])-(0[1-9]|[12]\d|3[01])T([01]\d|2[0-3]):[0-5]\d:[0-5]\d(\.\d{1,9})?Z$/;
 
 const approvalId = type("string").narrow((s, ctx) => isApprovalId(s) || ctx.mustBe("an approval id"));
-const expiresAt = type("string").narrow(
-  (s, ctx) => (RFC3339_UTC.test(s) && !Number.isNaN(Date.parse(s))) || ctx.mustBe("an RFC 3339 UTC time"),
-);
+const expiresAt = type("string").narrow((s, ctx) => (RFC3339_UTC.test(s) && !Number.isNaN(Date.parse(s))) || ctx.mustBe("an RFC 3339 UTC time"));
 // A ref reaches the agent: the safe form only, and never a card number (isSafeRef checks both).
 const ref = type("string").narrow((s, ctx) => isSafeRef(s) || ctx.mustBe("a safe ref"));
 

@@ -55,8 +55,7 @@ const withoutHash = (o: Record<string, unknown>): unknown =>
 const isDeskId = (v: unknown): v is string => isSafeRef(v);
 
 /** A name the desk's operator gave: well-formed text of at most 200 UTF-16 units; the recap escapes it. */
-const isName = (v: unknown, minLength: number): v is string =>
-  typeof v === "string" && v.length >= minLength && v.length <= NAME_MAX && v.isWellFormed();
+const isName = (v: unknown, minLength: number): v is string => typeof v === "string" && v.length >= minLength && v.length <= NAME_MAX && v.isWellFormed();
 
 const isPrice = (v: unknown): v is number => Number.isSafeInteger(v) && (v as number) >= 1 && (v as number) <= MAX_PRICE_MC;
 

@@ -38,11 +38,7 @@ export function isValidHostName(host: string): boolean {
   if (isIP(host) !== 0) return true;
   if (host.length === 0 || host.length > 253) return false;
   const labels = host.split(".");
-  return labels.every(
-    (label, i) =>
-      (label === "*" && i === 0 && labels.length > 2) ||
-      /^(?!-)[a-z0-9-]{1,63}(?<!-)$/i.test(label),
-  );
+  return labels.every((label, i) => (label === "*" && i === 0 && labels.length > 2) || /^(?!-)[a-z0-9-]{1,63}(?<!-)$/i.test(label));
 }
 
 function serialNumber(): string {
@@ -85,13 +81,7 @@ async function makeCa(commonName: string, now: Date): Promise<Issued> {
   return { cert, keys };
 }
 
-async function makeLeaf(
-  ca: Issued,
-  commonName: string,
-  usage: X509.ExtendedKeyUsage,
-  now: Date,
-  extra: X509.Extension[],
-): Promise<Issued> {
+async function makeLeaf(ca: Issued, commonName: string, usage: X509.ExtendedKeyUsage, now: Date, extra: X509.Extension[]): Promise<Issued> {
   const keys = await keyPair();
   const cert = await x509.X509CertificateGenerator.create({
     serialNumber: serialNumber(),
@@ -118,30 +108,17 @@ async function makeLeaf(
  * Makes both CAs and both leaf certificates. The CA private keys never leave this function:
  * nobody can mint another certificate that either side trusts (run `certs` again instead).
  */
-export async function generateLinkCertificates(options: {
-  hosts: readonly string[];
-  now: Date;
-}): Promise<LinkCertificates> {
+export async function generateLinkCertificates(options: { hosts: readonly string[]; now: Date }): Promise<LinkCertificates> {
   for (const host of options.hosts) {
     if (!isValidHostName(host)) throw new RangeError(`not a host name or IP address: ${host}`);
   }
   await loadX509();
   const approverCa = await makeCa("ask-only approver CA", options.now);
   const clientCa = await makeCa("ask-only client CA", options.now);
-  const approver = await makeLeaf(
-    approverCa,
-    "ask-only approver",
-    x509.ExtendedKeyUsage.serverAuth,
-    options.now,
-    [new x509.SubjectAlternativeNameExtension(sanEntries(options.hosts), false)],
-  );
-  const client = await makeLeaf(
-    clientCa,
-    "ask-only serve-mcp",
-    x509.ExtendedKeyUsage.clientAuth,
-    options.now,
-    [],
-  );
+  const approver = await makeLeaf(approverCa, "ask-only approver", x509.ExtendedKeyUsage.serverAuth, options.now, [
+    new x509.SubjectAlternativeNameExtension(sanEntries(options.hosts), false),
+  ]);
+  const client = await makeLeaf(clientCa, "ask-only serve-mcp", x509.ExtendedKeyUsage.clientAuth, options.now, []);
   const pem = (cert: X509.X509Certificate) => `${cert.toString("pem")}\n`;
   return {
     files: [

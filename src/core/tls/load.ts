@@ -47,10 +47,7 @@ const NOUN: Record<TlsRole, string> = { cert: "certificate", key: "private key",
  * certificate can never stand in for the other's). `labels` says how each file was named
  * (`--cert`, `ASK_ONLY_PAY_CLIENT_CERT`, ...), for the error.
  */
-export function loadTlsFiles(
-  given: TlsPaths,
-  options: { side: TlsSide; labels: Record<TlsRole, string>; now: Date; cwd: string },
-): LoadedTls {
+export function loadTlsFiles(given: TlsPaths, options: { side: TlsSide; labels: Record<TlsRole, string>; now: Date; cwd: string }): LoadedTls {
   const paths: TlsPaths = {
     cert: resolve(options.cwd, given.cert),
     key: resolve(options.cwd, given.key),
@@ -106,9 +103,15 @@ export function loadTlsFiles(
   if (!ca.ca) {
     fail(`${where("ca")} is not a CA certificate`, `${options.labels.ca} takes the other side's CA, ${expected.ca}`);
   }
-  for (const [role, c] of [["cert", cert], ["ca", ca]] as const) {
+  for (const [role, c] of [
+    ["cert", cert],
+    ["ca", ca],
+  ] as const) {
     if (c.validToDate.getTime() <= options.now.getTime()) {
-      fail(`the ${NOUN[role]} ${where(role)} expired on ${c.validToDate.toISOString()}`, "make new certificates with `ask-only certs DIR` into a new directory");
+      fail(
+        `the ${NOUN[role]} ${where(role)} expired on ${c.validToDate.toISOString()}`,
+        "make new certificates with `ask-only certs DIR` into a new directory",
+      );
     }
     if (c.validFromDate.getTime() > options.now.getTime()) {
       fail(`the ${NOUN[role]} ${where(role)} is not valid before ${c.validFromDate.toISOString()}`, "check this machine's clock");
@@ -117,10 +120,7 @@ export function loadTlsFiles(
   // Trusting the CA that signed our own certificate would let this side's certificate (or any
   // sibling) pass as the other side; the two CAs are separate by design.
   if (cert.checkIssued(ca) && cert.verify(ca.publicKey)) {
-    fail(
-      `${where("ca")} is the CA that signed ${where("cert")}, not the other side's CA`,
-      `${options.labels.ca} takes ${expected.ca}`,
-    );
+    fail(`${where("ca")} is the CA that signed ${where("cert")}, not the other side's CA`, `${options.labels.ca} takes ${expected.ca}`);
   }
 
   return {
@@ -150,7 +150,10 @@ export function loadDeskCa(given: string, options: { label: string; approver: Lo
     pem = readFileSync(path, "utf8");
   } catch (err) {
     const code = (err as NodeJS.ErrnoException).code ?? "unreadable";
-    throw new TlsLoadError(`cannot read the desk CA certificate ${where}: ${code}`, "check the path and its permissions; `ask-only certs DIR --desk` makes desk-ca.pem");
+    throw new TlsLoadError(
+      `cannot read the desk CA certificate ${where}: ${code}`,
+      "check the path and its permissions; `ask-only certs DIR --desk` makes desk-ca.pem",
+    );
   }
   let ca: X509Certificate;
   try {
@@ -161,7 +164,10 @@ export function loadDeskCa(given: string, options: { label: string; approver: Lo
   }
   if (!ca.ca) throw new TlsLoadError(`${where} is not a CA certificate`, `${options.label} takes desk-ca.pem, the CA of the desk's certificate`);
   if (ca.validToDate.getTime() <= options.now.getTime()) {
-    throw new TlsLoadError(`the desk CA certificate ${where} expired on ${ca.validToDate.toISOString()}`, "make new desk certificates with `ask-only certs DIR --desk` into a new directory");
+    throw new TlsLoadError(
+      `the desk CA certificate ${where} expired on ${ca.validToDate.toISOString()}`,
+      "make new desk certificates with `ask-only certs DIR --desk` into a new directory",
+    );
   }
   if (ca.validFromDate.getTime() > options.now.getTime()) {
     throw new TlsLoadError(`the desk CA certificate ${where} is not valid before ${ca.validFromDate.toISOString()}`, "check this machine's clock");

@@ -33,7 +33,16 @@ export type AuthProblem = { field: string; code: "FIELD_UNKNOWN" | "FIELD_MISSIN
 const HEADER_NAME = /^[!#$%&'*+.^_`|~0-9A-Za-z-]{1,64}$/;
 const HEADER_VALUE = /^[\x20-\x7e\t]{0,4096}$/;
 /** Headers the runtime or the upstream protocol sets itself: a credential must not override them. */
-const RESERVED_HEADERS = new Set(["host", "content-type", "content-length", "accept", "connection", "transfer-encoding", "mcp-session-id", "mcp-protocol-version"]);
+const RESERVED_HEADERS = new Set([
+  "host",
+  "content-type",
+  "content-length",
+  "accept",
+  "connection",
+  "transfer-encoding",
+  "mcp-session-id",
+  "mcp-protocol-version",
+]);
 /** A query key name made of unreserved characters only, so it reads the same before and after encoding. */
 const QUERY_NAME = /^[A-Za-z0-9._~-]{1,128}$/;
 /** Visible ASCII: tokens, secrets and API keys. */
@@ -93,7 +102,8 @@ export function parseAuthConfig(input: unknown): { config: AuthConfig } | { prob
       const seen = new Set<string>();
       for (const [name, value] of entries) {
         const lower = name.toLowerCase();
-        if (!HEADER_NAME.test(name) || RESERVED_HEADERS.has(lower) || seen.has(lower) || typeof value !== "string" || !HEADER_VALUE.test(value)) return bad(`headers.${name}`);
+        if (!HEADER_NAME.test(name) || RESERVED_HEADERS.has(lower) || seen.has(lower) || typeof value !== "string" || !HEADER_VALUE.test(value))
+          return bad(`headers.${name}`);
         seen.add(lower);
       }
       return { config: { type, headers: Object.fromEntries(entries) as Record<string, string> } };
@@ -122,7 +132,14 @@ export function parseAuthConfig(input: unknown): { config: AuthConfig } | { prob
         return { config: { type, ...common, client_secret: o.client_secret as string, ...(o.scope !== undefined ? { scope: o.scope as string } : {}) } };
       }
       if (!text("refresh_token", SECRET)) return bad("refresh_token");
-      return { config: { type, ...common, refresh_token: o.refresh_token as string, ...(o.client_secret !== undefined ? { client_secret: o.client_secret as string } : {}) } };
+      return {
+        config: {
+          type,
+          ...common,
+          refresh_token: o.refresh_token as string,
+          ...(o.client_secret !== undefined ? { client_secret: o.client_secret as string } : {}),
+        },
+      };
     }
   }
 }
@@ -156,8 +173,19 @@ export function settingsOf(config: AuthConfig): AuthSettings {
     case "basic":
       return { type: config.type };
     case "oauth2_client_credentials":
-      return { type: config.type, token_url: config.token_url, client_id: config.client_id, client_auth: config.client_auth, ...(config.scope !== undefined ? { scope: config.scope } : {}) };
+      return {
+        type: config.type,
+        token_url: config.token_url,
+        client_id: config.client_id,
+        client_auth: config.client_auth,
+        ...(config.scope !== undefined ? { scope: config.scope } : {}),
+      };
     case "oauth2_refresh_token":
-      return { type: config.type, token_url: config.token_url, client_id: config.client_id, client_auth: config.client_secret === undefined ? "none" : config.client_auth };
+      return {
+        type: config.type,
+        token_url: config.token_url,
+        client_id: config.client_id,
+        client_auth: config.client_secret === undefined ? "none" : config.client_auth,
+      };
   }
 }

@@ -60,28 +60,40 @@ export const auditPage: Page = {
       h("div", {}, h("span", { class: "label" }, "Margin"), money(sum((r) => r.margin_mc))),
     );
 
-    const tableRows = [...shown].reverse().map((r) =>
-      h(
-        "tr",
-        { "data-receipt": r.receipt_id ?? "" },
-        h("td", { class: "nowrap" }, when(r.at)),
-        h("td", {}, mono(r.org_id, "small")),
-        h("td", {}, mono(r.key_id, "small")),
-        h("td", {}, mono(r.tool)),
-        h("td", {}, outcomeBadge(r.outcome)),
-        h("td", { class: "mono" }, String(r.http_status)),
-        h("td", {}, money(r.price_mc)),
-        h("td", {}, money(r.upstream_cost_mc)),
-        h("td", {}, money(r.margin_mc)),
-        h("td", {}, r.receipt_id === null ? h("span", { class: "muted" }, "—") : h("a", { href: `#receipts?id=${encodeURIComponent(r.receipt_id)}`, class: "mono small" }, r.receipt_id)),
-      ),
-    );
+    const tableRows = [...shown]
+      .reverse()
+      .map((r) =>
+        h(
+          "tr",
+          { "data-receipt": r.receipt_id ?? "" },
+          h("td", { class: "nowrap" }, when(r.at)),
+          h("td", {}, mono(r.org_id, "small")),
+          h("td", {}, mono(r.key_id, "small")),
+          h("td", {}, mono(r.tool)),
+          h("td", {}, outcomeBadge(r.outcome)),
+          h("td", { class: "mono" }, String(r.http_status)),
+          h("td", {}, money(r.price_mc)),
+          h("td", {}, money(r.upstream_cost_mc)),
+          h("td", {}, money(r.margin_mc)),
+          h(
+            "td",
+            {},
+            r.receipt_id === null
+              ? h("span", { class: "muted" }, "—")
+              : h("a", { href: `#receipts?id=${encodeURIComponent(r.receipt_id)}`, class: "mono small" }, r.receipt_id),
+          ),
+        ),
+      );
     root.append(
       section("Filter", form),
       section("Spend and margin per day (UTC)", totals, spendChart(perDay(shown))),
       section(
         `Calls (${shown.length}${rows.length === AUDIT_LIMIT ? `, the first ${AUDIT_LIMIT} from the start time` : ""}, newest first)`,
-        table(["Time", "Organization", "Key", "Tool", "Outcome", "HTTP", "Price", "Upstream cost", "Margin", "Receipt"], tableRows, "No call in this selection."),
+        table(
+          ["Time", "Organization", "Key", "Tool", "Outcome", "HTTP", "Price", "Upstream cost", "Margin", "Receipt"],
+          tableRows,
+          "No call in this selection.",
+        ),
       ),
     );
   },

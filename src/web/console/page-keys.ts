@@ -45,7 +45,9 @@ function allowBoxes(tools: ToolView[], allowed: Set<string>): HTMLElement {
   return h(
     "div",
     { class: "checks" },
-    ...tools.map((t) => h("label", { class: "check" }, h("input", { type: "checkbox", name: "allow", value: t.name, checked: allowed.has(t.name) }), mono(t.name))),
+    ...tools.map((t) =>
+      h("label", { class: "check" }, h("input", { type: "checkbox", name: "allow", value: t.name, checked: allowed.has(t.name) }), mono(t.name)),
+    ),
   );
 }
 
@@ -80,7 +82,12 @@ function editPanel(host: HTMLElement, k: KeyView, tools: ToolView[], done: () =>
     allowBoxes(tools, new Set(k.allow)),
     h("h3", {}, "Prices for this key"),
     table(["Tool", "Tool default", "Key price (mc)"], priceRows, "No tools."),
-    h("div", { class: "row" }, h("button", { type: "submit", class: "primary" }, "Save changes"), h("button", { type: "button", class: "quiet", onclick: () => fill(host) }, "Cancel")),
+    h(
+      "div",
+      { class: "row" },
+      h("button", { type: "submit", class: "primary" }, "Save changes"),
+      h("button", { type: "button", class: "quiet", onclick: () => fill(host) }, "Cancel"),
+    ),
   );
   form.addEventListener("submit", async (ev) => {
     ev.preventDefault();
@@ -142,7 +149,16 @@ export const keysPage: Page = {
         labelled("Organization", orgSelect("org_id", orgs, orgId)),
         labelled("Name", h("input", { name: "name", maxlength: 200, placeholder: "optional" })),
         h("label", {}, h("span", { class: "label" }, "Budget (mc)"), budgetInput, budgetHint),
-        labelled("Reset", h("select", { name: "reset" }, h("option", { value: "none" }, "none"), h("option", { value: "daily" }, "daily (UTC)"), h("option", { value: "monthly" }, "monthly (UTC)"))),
+        labelled(
+          "Reset",
+          h(
+            "select",
+            { name: "reset" },
+            h("option", { value: "none" }, "none"),
+            h("option", { value: "daily" }, "daily (UTC)"),
+            h("option", { value: "monthly" }, "monthly (UTC)"),
+          ),
+        ),
         labelled("Expires (UTC)", h("input", { name: "expires_at", type: "datetime-local" }), "optional"),
       ),
       h("h3", {}, "Allowed tools"),
@@ -178,19 +194,25 @@ export const keysPage: Page = {
     const rows = keys.map((k) => {
       const st = status(k);
       const live = st.text === "active";
-      const rotate = confirmButton("Rotate", "Confirm rotate", async () =>
-        attempt("Rotating the key", async () => {
-          const r = await api<{ key_id: string; secret: string }>("POST", `/admin/keys/${encodeURIComponent(k.key_id)}/rotate`);
-          await again();
-          secretPanelIn(root, r.key_id, r.secret, "Rotated key");
-          notify(`Rotated key ${k.key_id}: the old secret no longer works.`);
-        }), "quiet");
+      const rotate = confirmButton(
+        "Rotate",
+        "Confirm rotate",
+        async () =>
+          attempt("Rotating the key", async () => {
+            const r = await api<{ key_id: string; secret: string }>("POST", `/admin/keys/${encodeURIComponent(k.key_id)}/rotate`);
+            await again();
+            secretPanelIn(root, r.key_id, r.secret, "Rotated key");
+            notify(`Rotated key ${k.key_id}: the old secret no longer works.`);
+          }),
+        "quiet",
+      );
       const revoke = confirmButton("Revoke", "Confirm revoke", async () =>
         attempt("Revoking the key", async () => {
           await api("POST", `/admin/keys/${encodeURIComponent(k.key_id)}/revoke`);
           notify(`Revoked key ${k.key_id}.`);
           await again();
-        }));
+        }),
+      );
       const edit = h("button", { type: "button", class: "quiet", onclick: () => editPanel(editHost, k, tools, again) }, "Edit");
       return h(
         "tr",
@@ -198,11 +220,27 @@ export const keysPage: Page = {
         h("td", {}, mono(k.key_id)),
         h("td", {}, k.name === "" ? h("span", { class: "muted" }, "—") : k.name),
         h("td", {}, orgName.get(k.org_id) ?? "", h("br"), mono(k.org_id, "small")),
-        h("td", { class: "budget" }, budgetBar(k.spent_mc, k.budget_mc), h("div", { class: "mono small" }, `${mc(k.spent_mc)} of ${mc(k.budget_mc)}`), h("div", { class: "hint" }, `${hint(k.spent_mc)} of ${hint(k.budget_mc)}`)),
+        h(
+          "td",
+          { class: "budget" },
+          budgetBar(k.spent_mc, k.budget_mc),
+          h("div", { class: "mono small" }, `${mc(k.spent_mc)} of ${mc(k.budget_mc)}`),
+          h("div", { class: "hint" }, `${hint(k.spent_mc)} of ${hint(k.budget_mc)}`),
+        ),
         h("td", {}, money(k.remaining_mc)),
         h("td", {}, k.reset, h("br"), mono(k.period, "small")),
-        h("td", { title: k.allow.join("\n") }, `${k.allow.length} tool${k.allow.length === 1 ? "" : "s"}`, Object.keys(k.prices).length > 0 ? h("div", { class: "small muted" }, `${Object.keys(k.prices).length} own price(s)`) : null),
-        h("td", {}, h("span", { class: `badge ${st.cls}` }, st.text), k.expires_at ? h("div", { class: "small muted" }, `expires ${when(k.expires_at)}`) : null),
+        h(
+          "td",
+          { title: k.allow.join("\n") },
+          `${k.allow.length} tool${k.allow.length === 1 ? "" : "s"}`,
+          Object.keys(k.prices).length > 0 ? h("div", { class: "small muted" }, `${Object.keys(k.prices).length} own price(s)`) : null,
+        ),
+        h(
+          "td",
+          {},
+          h("span", { class: `badge ${st.cls}` }, st.text),
+          k.expires_at ? h("div", { class: "small muted" }, `expires ${when(k.expires_at)}`) : null,
+        ),
         h("td", { class: "actions" }, live ? edit : null, live ? rotate : null, live ? revoke : null),
       );
     });

@@ -30,9 +30,17 @@ export const orgsPage: Page = {
         h("td", {}, mono(o.org_id)),
         h("td", {}, o.name),
         h("td", { class: "nowrap" }, when(o.created_at)),
-        h("td", { class: "actions" }, h("a", { href: `#keys?org_id=${encodeURIComponent(o.org_id)}` }, "Keys"), h("a", { href: `#audit?org_id=${encodeURIComponent(o.org_id)}` }, "Audit")),
+        h(
+          "td",
+          { class: "actions" },
+          h("a", { href: `#keys?org_id=${encodeURIComponent(o.org_id)}` }, "Keys"),
+          h("a", { href: `#audit?org_id=${encodeURIComponent(o.org_id)}` }, "Audit"),
+        ),
       ),
     );
-    root.append(section("New organization", form), section(`All organizations (${orgs.length})`, table(["ID", "Name", "Created", ""], rows, "No organization yet.")));
+    root.append(
+      section("New organization", form),
+      section(`All organizations (${orgs.length})`, table(["ID", "Name", "Created", ""], rows, "No organization yet.")),
+    );
   },
 };

@@ -36,9 +36,21 @@ function readableOf(body: unknown): Record<string, unknown> | null {
 
 function viewer(initial: string): HTMLElement {
   const results = h("div", { class: "results", "aria-live": "polite" });
-  const response = h("textarea", { name: "response", rows: 10, class: "mono", spellcheck: "false", placeholder: '{"result": ..., "receipt": {"payload": ..., "signature": ..., "kid": ..., "receipt": {...}}}' });
+  const response = h("textarea", {
+    name: "response",
+    rows: 10,
+    class: "mono",
+    spellcheck: "false",
+    placeholder: '{"result": ..., "receipt": {"payload": ..., "signature": ..., "kid": ..., "receipt": {...}}}',
+  });
   response.value = initial;
-  const args = h("textarea", { name: "args", rows: 3, class: "mono", spellcheck: "false", placeholder: '{"text": "hello"} — optional: the arguments of the call' });
+  const args = h("textarea", {
+    name: "args",
+    rows: 3,
+    class: "mono",
+    spellcheck: "false",
+    placeholder: '{"text": "hello"} — optional: the arguments of the call',
+  });
   const form = h(
     "form",
     { class: "stack" },
@@ -74,7 +86,12 @@ function viewer(initial: string): HTMLElement {
           ? table(
               ["Field", "Receipt (readable copy, as saved)"],
               Object.entries(readable).map(([k, v]) =>
-                h("tr", {}, h("td", { class: "mono" }, k), h("td", {}, k.endsWith("_mc") && typeof v === "number" ? money(v) : mono(v === null ? "null" : String(v)))),
+                h(
+                  "tr",
+                  {},
+                  h("td", { class: "mono" }, k),
+                  h("td", {}, k.endsWith("_mc") && typeof v === "number" ? money(v) : mono(v === null ? "null" : String(v))),
+                ),
               ),
             )
           : null,
@@ -87,7 +104,15 @@ function viewer(initial: string): HTMLElement {
     void run();
   });
   if (initial !== "") void run();
-  return section("Receipt viewer", h("p", { class: "muted" }, "Runs the four checks in this browser: the Ed25519 signature under the desk's published keys, the readable copy against the signed payload, the returned result and the arguments against their SHA-256 over canonical JSON."), form);
+  return section(
+    "Receipt viewer",
+    h(
+      "p",
+      { class: "muted" },
+      "Runs the four checks in this browser: the Ed25519 signature under the desk's published keys, the readable copy against the signed payload, the returned result and the arguments against their SHA-256 over canonical JSON.",
+    ),
+    form,
+  );
 }
 
 export const receiptsPage: Page = {
@@ -135,7 +160,10 @@ export const receiptsPage: Page = {
       section(
         "Signing keys",
         h("p", { class: "muted" }, "Published at ", mono(JWKS_PATH), ". The newest key signs; retired keys stay listed so older receipts still verify."),
-        table(["kid"], jwks.keys.map((k) => h("tr", {}, h("td", {}, mono(k.kid))))),
+        table(
+          ["kid"],
+          jwks.keys.map((k) => h("tr", {}, h("td", {}, mono(k.kid)))),
+        ),
         h("div", { class: "row" }, rotate),
       ),
     );

@@ -21,14 +21,28 @@ export const sandboxPage: Page = {
       h(
         "div",
         { class: "checks" },
-        ...tools.map((t) => h("label", { class: "check" }, h("input", { type: "checkbox", name: "tool", value: t.name, checked: chosen.has(t.name) }), mono(t.name))),
+        ...tools.map((t) =>
+          h("label", { class: "check" }, h("input", { type: "checkbox", name: "tool", value: t.name, checked: chosen.has(t.name) }), mono(t.name)),
+        ),
       ),
       h(
         "div",
         { class: "row" },
-        labelled("Budget per key (mc)", h("input", { name: "budget_mc", class: "mono num", inputmode: "numeric", value: String(on?.budget_mc ?? 2000) }), "0 – 100,000; 2,000 mc = 2 cents"),
-        labelled("Key lifetime (seconds)", h("input", { name: "ttl_s", class: "mono num", inputmode: "numeric", value: String(on?.ttl_s ?? 3600) }), "60 – 86,400"),
-        labelled("Keys per day, all networks", h("input", { name: "keys_per_day", class: "mono num", inputmode: "numeric", value: String(on?.keys_per_day ?? 200) }), "1 – 100,000"),
+        labelled(
+          "Budget per key (mc)",
+          h("input", { name: "budget_mc", class: "mono num", inputmode: "numeric", value: String(on?.budget_mc ?? 2000) }),
+          "0 – 100,000; 2,000 mc = 2 cents",
+        ),
+        labelled(
+          "Key lifetime (seconds)",
+          h("input", { name: "ttl_s", class: "mono num", inputmode: "numeric", value: String(on?.ttl_s ?? 3600) }),
+          "60 – 86,400",
+        ),
+        labelled(
+          "Keys per day, all networks",
+          h("input", { name: "keys_per_day", class: "mono num", inputmode: "numeric", value: String(on?.keys_per_day ?? 200) }),
+          "1 – 100,000",
+        ),
         h("button", { type: "submit", class: "primary" }, on ? "Save sandbox" : "Turn the sandbox on"),
       ),
     );
@@ -62,12 +76,21 @@ export const sandboxPage: Page = {
             }),
           ),
         )
-      : h("div", { class: "row sandbox-state" }, h("span", { class: "badge bad" }, "off"), h("span", { class: "muted" }, "POST /v1/sandbox/keys answers 404 SANDBOX_OFF."));
+      : h(
+          "div",
+          { class: "row sandbox-state" },
+          h("span", { class: "badge bad" }, "off"),
+          h("span", { class: "muted" }, "POST /v1/sandbox/keys answers 404 SANDBOX_OFF."),
+        );
     root.append(
       section("State", state),
       section(
         on ? "Settings" : "Turn it on",
-        h("p", { class: "muted" }, "Anyone may then take a small key without signing in, each in its own organization, at most five per network and the daily number below across all networks, per UTC day. Changes apply to keys handed out afterwards."),
+        h(
+          "p",
+          { class: "muted" },
+          "Anyone may then take a small key without signing in, each in its own organization, at most five per network and the daily number below across all networks, per UTC day. Changes apply to keys handed out afterwards.",
+        ),
         form,
       ),
     );

@@ -12,8 +12,20 @@ export const toolsPage: Page = {
   async render(root) {
     const tools = await api<ToolView[]>("GET", "/admin/tools");
     const rows = tools.map((t) => {
-      const price = h("input", { name: "price_mc", value: String(t.price_mc), inputmode: "numeric", class: "mono num", "aria-label": `Price of ${t.name} (mc)` });
-      const cost = h("input", { name: "upstream_cost_mc", value: String(t.upstream_cost_mc), inputmode: "numeric", class: "mono num", "aria-label": `Upstream cost of ${t.name} (mc)` });
+      const price = h("input", {
+        name: "price_mc",
+        value: String(t.price_mc),
+        inputmode: "numeric",
+        class: "mono num",
+        "aria-label": `Price of ${t.name} (mc)`,
+      });
+      const cost = h("input", {
+        name: "upstream_cost_mc",
+        value: String(t.upstream_cost_mc),
+        inputmode: "numeric",
+        class: "mono num",
+        "aria-label": `Upstream cost of ${t.name} (mc)`,
+      });
       const margin = h("td", {}, money(t.price_mc - t.upstream_cost_mc));
       const showMargin = () => {
         const p = parseMc(price.value);

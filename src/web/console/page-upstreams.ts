@@ -16,14 +16,22 @@ export const upstreamsPage: Page = {
       h(
         "div",
         { class: "row" },
-        labelled("Name", h("input", { name: "name", required: true, pattern: "[a-z][a-z0-9\\-]{0,31}", placeholder: "e.g. search", class: "mono" }), "a–z, 0–9, -"),
+        labelled(
+          "Name",
+          h("input", { name: "name", required: true, pattern: "[a-z][a-z0-9\\-]{0,31}", placeholder: "e.g. search", class: "mono" }),
+          "a–z, 0–9, -",
+        ),
         labelled("MCP URL", h("input", { name: "url", required: true, type: "url", placeholder: "https://mcp.example.com/mcp", class: "mono wide" })),
       ),
       h(
         "div",
         { class: "row" },
         labelled("Credential header", h("input", { name: "header_name", placeholder: "e.g. Authorization", class: "mono", autocomplete: "off" }), "optional"),
-        labelled("Header value", h("input", { name: "header_value", type: "password", autocomplete: "new-password", class: "mono" }), "sealed by the desk; never shown again"),
+        labelled(
+          "Header value",
+          h("input", { name: "header_value", type: "password", autocomplete: "new-password", class: "mono" }),
+          "sealed by the desk; never shown again",
+        ),
       ),
       h("div", { class: "row" }, h("button", { type: "submit", class: "primary" }, "Register upstream")),
     );
@@ -59,7 +67,12 @@ export const upstreamsPage: Page = {
         { "data-upstream": u.name },
         h("td", {}, mono(u.name)),
         h("td", {}, mono(u.url, "url")),
-        h("td", {}, u.header_names.length === 0 ? h("span", { class: "muted" }, "none") : h("span", { class: "mono" }, u.header_names.join(", ")), u.header_names.length > 0 ? h("div", { class: "small muted" }, "value sealed") : null),
+        h(
+          "td",
+          {},
+          u.header_names.length === 0 ? h("span", { class: "muted" }, "none") : h("span", { class: "mono" }, u.header_names.join(", ")),
+          u.header_names.length > 0 ? h("div", { class: "small muted" }, "value sealed") : null,
+        ),
         h("td", { class: "nowrap" }, when(u.created_at)),
         h("td", { class: "nowrap" }, when(u.refreshed_at)),
         h("td", { class: "actions" }, refresh),

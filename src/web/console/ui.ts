@@ -29,7 +29,8 @@ export async function attempt(what: string, act: () => Promise<void>): Promise<v
   try {
     await act();
   } catch (err) {
-    const reason = err instanceof ApiError ? (err.pointsAt === undefined ? err.code : `${err.code} (${err.pointsAt})`) : err instanceof Error ? err.message : "error";
+    const reason =
+      err instanceof ApiError ? (err.pointsAt === undefined ? err.code : `${err.code} (${err.pointsAt})`) : err instanceof Error ? err.message : "error";
     notify(`${what} failed: ${reason}`, "error");
   }
 }
@@ -79,5 +80,9 @@ export function budgetBar(spent: number, budget: number): HTMLElement {
   const share = budget === 0 ? 1 : Math.min(1, spent / budget);
   const fillEl = h("span", { class: `fill${share >= 0.9 ? " high" : ""}` });
   fillEl.style.width = `${(share * 100).toFixed(1)}%`;
-  return h("span", { class: "bar", role: "meter", "aria-valuemin": 0, "aria-valuemax": budget, "aria-valuenow": spent, title: `${Math.round(share * 100)}% used` }, fillEl);
+  return h(
+    "span",
+    { class: "bar", role: "meter", "aria-valuemin": 0, "aria-valuemax": budget, "aria-valuenow": spent, title: `${Math.round(share * 100)}% used` },
+    fillEl,
+  );
 }

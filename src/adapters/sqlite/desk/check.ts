@@ -23,11 +23,15 @@ export class SqliteCheck implements LedgerCheck {
       .all() as { key_id: string; period: string; spent_mc: number; charged: number; open: number }[];
     for (const r of rows) {
       if (r.spent_mc !== r.charged + r.open) {
-        problems.push(`key ${printable(r.key_id)} period ${printable(r.period)}: spent ${r.spent_mc} mc, but charges ${r.charged} + open reservations ${r.open}`);
+        problems.push(
+          `key ${printable(r.key_id)} period ${printable(r.period)}: spent ${r.spent_mc} mc, but charges ${r.charged} + open reservations ${r.open}`,
+        );
       }
     }
     const keys = db
-      .query("SELECT k.id, k.spent_mc, k.budget_mc, coalesce(s.spent_mc, 0) AS period_spent FROM keys k LEFT JOIN spend s ON s.key_id = k.id AND s.period = k.period")
+      .query(
+        "SELECT k.id, k.spent_mc, k.budget_mc, coalesce(s.spent_mc, 0) AS period_spent FROM keys k LEFT JOIN spend s ON s.key_id = k.id AND s.period = k.period",
+      )
       .all() as { id: string; spent_mc: number; budget_mc: number; period_spent: number }[];
     for (const k of keys) {
       if (k.spent_mc !== k.period_spent) problems.push(`key ${printable(k.id)}: spent ${k.spent_mc} mc on the key, ${k.period_spent} mc in its period`);
@@ -37,7 +41,9 @@ export class SqliteCheck implements LedgerCheck {
       .get() as { n: number };
     if (orphans.n > 0) problems.push(`${orphans.n} charged receipts belong to no key`);
     const settled = db.query("SELECT count(*) AS n FROM reservations WHERE state = 'settled'").get() as { n: number };
-    const settledReceipts = db.query("SELECT count(*) AS n FROM receipts WHERE outcome NOT IN ('refused_not_allowed', 'refused_budget')").get() as { n: number };
+    const settledReceipts = db.query("SELECT count(*) AS n FROM receipts WHERE outcome NOT IN ('refused_not_allowed', 'refused_budget')").get() as {
+      n: number;
+    };
     if (settled.n !== settledReceipts.n) {
       problems.push(`${settled.n} settled reservations but ${settledReceipts.n} receipts of settled calls`);
     }

@@ -39,7 +39,20 @@ export class SqliteKeys implements KeyStore {
         `INSERT INTO keys (id, org_id, name, lookup, secret_sha256, budget_mc, spent_mc, reset, period, allow, prices, expires_at, created_at)
          VALUES (?, ?, ?, ?, ?, ?, 0, ?, ?, ?, ?, ?, ?)`,
       )
-      .run(k.id, k.orgId, k.name, k.lookup, k.secretSha256, k.budgetMc, k.reset, k.period, JSON.stringify(k.allow), JSON.stringify(k.prices), k.expiresAt, k.now);
+      .run(
+        k.id,
+        k.orgId,
+        k.name,
+        k.lookup,
+        k.secretSha256,
+        k.budgetMc,
+        k.reset,
+        k.period,
+        JSON.stringify(k.allow),
+        JSON.stringify(k.prices),
+        k.expiresAt,
+        k.now,
+      );
   }
 
   async create(k: NewKey): Promise<void> {

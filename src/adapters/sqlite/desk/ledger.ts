@@ -55,7 +55,8 @@ export class SqliteDeskLedger implements DeskLedger {
     this.records = new SqliteRecords(sql);
     this.sandbox = new SqliteSandbox(sql, this.orgs, this.keys);
     this.check = new SqliteCheck(sql);
-    this.#checkpointer = options.backgroundCheckpointMs !== undefined && path !== ":memory:" ? new Checkpointer(this.#db, path, options.backgroundCheckpointMs) : null;
+    this.#checkpointer =
+      options.backgroundCheckpointMs !== undefined && path !== ":memory:" ? new Checkpointer(this.#db, path, options.backgroundCheckpointMs) : null;
   }
 
   /** Runs a checkpoint on the checkpointing thread now; null without one (or once it stopped). */

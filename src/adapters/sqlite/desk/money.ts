@@ -129,7 +129,12 @@ export class SqliteMoney implements MoneyLedger {
         const prior = db.query("SELECT * FROM reservations WHERE id = ?").get(reservationId) as ReservationRow | null;
         if (prior === null) throw new LedgerConflict("MISSING");
         const receipt = prior.receipt_id === null ? null : (db.query("SELECT * FROM receipts WHERE id = ?").get(prior.receipt_id) as ReceiptRow | null);
-        return { kind: "already_settled", receipt: receipt === null ? null : receiptOf(receipt), outcome: prior.outcome, remainingMc: this.remainingOf(prior.key_id, prior.period) };
+        return {
+          kind: "already_settled",
+          receipt: receipt === null ? null : receiptOf(receipt),
+          outcome: prior.outcome,
+          remainingMc: this.remainingOf(prior.key_id, prior.period),
+        };
       }
       const charged = outcome === "charged";
       // The call was counted as failing when it was reserved: a charge takes that back (in the

@@ -63,7 +63,9 @@ export class SqliteRecords implements RecordStore {
   async addSigningKey(kid: string, publicJwk: ReceiptJwk, now: number): Promise<void> {
     this.sql.immediate(() => {
       this.sql.db.query("UPDATE signing_keys SET retired_at = ? WHERE retired_at IS NULL AND kid <> ?").run(now, kid);
-      this.sql.db.query("INSERT INTO signing_keys (kid, public_jwk, created_at) VALUES (?, ?, ?) ON CONFLICT (kid) DO NOTHING").run(kid, JSON.stringify(publicJwk), now);
+      this.sql.db
+        .query("INSERT INTO signing_keys (kid, public_jwk, created_at) VALUES (?, ?, ?) ON CONFLICT (kid) DO NOTHING")
+        .run(kid, JSON.stringify(publicJwk), now);
     });
   }
 
