@@ -12,7 +12,7 @@ export type ReceiptOutcome = Outcome;
 export type PlainOutcome = "refused_rate_limited" | "refused_tool_unknown" | "refused_args_invalid";
 
 /** Outcomes that settle a reservation (everything a receipt carries but the two refusals before it). */
-export type SettleOutcome = Exclude<ReceiptOutcome, "refused_not_allowed" | "refused_budget">;
+export type SettleOutcome = Exclude<ReceiptOutcome, "refused_not_allowed" | "refused_budget" | "refused_org_budget">;
 
 /** Answers recorded nowhere: no key was identified, the request itself was refused, or the desk failed. */
 export type UnrecordedOutcome = "refused_key_invalid" | "refused_request" | "internal_error";
@@ -24,6 +24,7 @@ const RECORDED_CODE: Record<ReceiptOutcome | PlainOutcome, ErrorCode | null> = {
   charged: null,
   refused_not_allowed: "TOOL_NOT_ALLOWED",
   refused_budget: "BUDGET_EXHAUSTED",
+  refused_org_budget: "BUDGET_EXHAUSTED",
   refunded_upstream_error: "UPSTREAM_ERROR",
   refunded_timeout: "UPSTREAM_TIMEOUT",
   refunded_args_refused: "ARGS_REFUSED",

@@ -41,7 +41,9 @@ export class SqliteCheck implements LedgerCheck {
       .get() as { n: number };
     if (orphans.n > 0) problems.push(`${orphans.n} charged receipts belong to no key`);
     const settled = db.query("SELECT count(*) AS n FROM reservations WHERE state = 'settled'").get() as { n: number };
-    const settledReceipts = db.query("SELECT count(*) AS n FROM receipts WHERE outcome NOT IN ('refused_not_allowed', 'refused_budget')").get() as {
+    const settledReceipts = db
+      .query("SELECT count(*) AS n FROM receipts WHERE outcome NOT IN ('refused_not_allowed', 'refused_budget', 'refused_org_budget')")
+      .get() as {
       n: number;
     };
     if (settled.n !== settledReceipts.n) {
