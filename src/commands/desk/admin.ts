@@ -8,6 +8,7 @@ import type { AuditView, CreatedOrgView, KeySecretView, KeyView, OrgView, ToolVi
 import type { Route } from "../../core/http/routes.ts";
 import type { RequestExtra } from "./http.ts";
 import { type Body, fail, intIn, objectBody as body, onlyFields, optional, required, timestamp } from "./request.ts";
+import { orgBudgetRoutes } from "./org-budgets.ts";
 import { clearSandbox, sandboxView, setSandbox } from "./sandbox.ts";
 
 const UPSTREAM_NAME = /^[a-z][a-z0-9-]{0,31}$/;
@@ -32,6 +33,7 @@ export function adminRoutes(desk: Desk): Route<RequestExtra>[] {
   return [
     { method: "POST", path: "/admin/orgs", handle: async (req) => createOrg(desk, await body(req)) },
     { method: "GET", path: "/admin/orgs", handle: async () => Response.json((await desk.orgs()).map(orgView)) },
+    ...orgBudgetRoutes(desk),
     { method: "POST", path: "/admin/upstreams", handle: async (req) => addUpstream(desk, await body(req)) },
     { method: "GET", path: "/admin/upstreams", handle: async () => Response.json((await desk.upstreams()).map(upstreamView)) },
     { method: "POST", path: "/admin/upstreams/:name/refresh", handle: (_req, p) => refreshUpstream(desk, p.name!) },
@@ -62,7 +64,7 @@ export function adminRoutes(desk: Desk): Route<RequestExtra>[] {
 const iso = (ms: number) => new Date(ms).toISOString();
 const isoOrNull = (ms: number | null) => (ms === null ? null : iso(ms));
 
-const orgView = (o: Org): OrgView => ({ org_id: o.id, name: o.name, created_at: iso(o.createdAt) });
+export const orgView = (o: Org): OrgView => ({ org_id: o.id, name: o.name, created_at: iso(o.createdAt) });
 
 const shortText = (max: number) => (v: unknown) => (typeof v === "string" && v.length >= 1 && v.length <= max && v.isWellFormed() ? v : undefined);
 const money = intIn(0, MAX_MC);

@@ -122,7 +122,7 @@ async function checkAllowlist(d: DeskContext, ctx: CallContext): Promise<Step<nu
   return stop(refusal("TOOL_NOT_ALLOWED", "refused_not_allowed", { priceMc: ctx.priceMc, remainingMc }, { receipt: last()! }));
 }
 
-/** Step 5: the one conditional UPDATE; no room → 402 with a signed receipt. */
+/** Step 5: the one conditional UPDATE; no room in the key's budget or its org's → 402 with a signed receipt naming which. */
 async function reserve(d: DeskContext, ctx: CallContext): Promise<Step<number>> {
   const { make, last } = d.signing.receiptMaker();
   const r = await d.ledger.money.reserve(ctx, make);
@@ -130,7 +130,7 @@ async function reserve(d: DeskContext, ctx: CallContext): Promise<Step<number>> 
   if (r.kind === "key_gone") return stop(keyInvalid());
   const money = { priceMc: ctx.priceMc, remainingMc: r.remainingMc };
   if (r.kind === "rate_limited") return stop(refusal("TOO_MANY_FAILURES", "refused_rate_limited", money));
-  return stop(refusal("BUDGET_EXHAUSTED", "refused_budget", money, { receipt: last()! }));
+  return stop(refusal("BUDGET_EXHAUSTED", r.short === "key" ? "refused_budget" : "refused_org_budget", money, { receipt: last()! }));
 }
 
 /** How each upstream failure is refunded, and the code the agent gets. */

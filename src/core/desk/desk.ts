@@ -7,11 +7,24 @@ import { Catalog, type ToolEntry } from "./catalog.ts";
 import { allowedTools, clear, validKey } from "./clearing.ts";
 import type { DeskContext } from "./context.ts";
 import * as keys from "./keys.ts";
+import * as orgBudgets from "./org-budgets.ts";
 import { DEFAULT_UPSTREAM_TIMEOUT_MS } from "./limits.ts";
 import type { ClearingOutcome } from "./outcomes.ts";
 import type { Clock, DeskLedger, Log, ReceiptMaker, SigningKeyStore, UpstreamConnectors } from "./ports.ts";
 import * as receipts from "./receipts.ts";
-import type { AuditEntry, AuditFilter, DeskKey, KeyPatch, Org, ReceiptRecord, SandboxSettings, ToolRecord, UpstreamRecord } from "./records.ts";
+import type { Reset } from "./period.ts";
+import type {
+  AuditEntry,
+  AuditFilter,
+  DeskKey,
+  KeyPatch,
+  Org,
+  ReceiptRecord,
+  SandboxSettings,
+  StoredOrgRecord,
+  ToolRecord,
+  UpstreamRecord,
+} from "./records.ts";
 import { sweepAbandoned, sweepStale } from "./recovery.ts";
 import { UpstreamRegistry } from "./registry.ts";
 import * as sandbox from "./sandbox.ts";
@@ -148,6 +161,27 @@ export class Desk {
 
   orgs(): Promise<Org[]> {
     return this.#d.ledger.orgs.list();
+  }
+
+  /** ORG_UNKNOWN, else the org (existingOrg). */
+  org(id: string): Promise<Org> {
+    return keys.existingOrg(this.#d, id);
+  }
+
+  orgBudget(orgId: string): Promise<orgBudgets.OrgBudgetNow | null> {
+    return orgBudgets.orgBudget(this.#d, orgId);
+  }
+
+  setOrgBudget(orgId: string, budgetMc: number | null, reset: Reset | null): Promise<{ budget: orgBudgets.OrgBudgetNow; record: StoredOrgRecord | null }> {
+    return orgBudgets.setOrgBudget(this.#d, orgId, budgetMc, reset);
+  }
+
+  topUp(orgId: string, amountMc: number, reference: string): Promise<{ added: boolean; record: StoredOrgRecord; budget: orgBudgets.OrgBudgetNow }> {
+    return orgBudgets.topUp(this.#d, orgId, amountMc, reference);
+  }
+
+  orgRecords(orgId: string): Promise<StoredOrgRecord[]> {
+    return orgBudgets.orgRecords(this.#d, orgId);
   }
 
   createKey(input: keys.NewKeyInput): Promise<{ keyId: string; secret: string }> {

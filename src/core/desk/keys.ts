@@ -30,6 +30,11 @@ export type NewKeyInput = {
   expiresAt: number | null;
 };
 
+/** ORG_UNKNOWN, else the org. */
+export async function existingOrg(d: DeskContext, id: string): Promise<Org> {
+  return (await d.ledger.orgs.get(id)) ?? wire("ORG_UNKNOWN");
+}
+
 /** ORG_UNKNOWN, else the new key's id and its secret (shown this once). */
 export async function createKey(d: DeskContext, input: NewKeyInput): Promise<{ keyId: string; secret: string }> {
   if ((await d.ledger.orgs.get(input.orgId)) === null) throw new WireError("ORG_UNKNOWN");
@@ -78,6 +83,6 @@ export async function revokeKey(d: DeskContext, id: string): Promise<DeskKey> {
   return existingKey(d, id);
 }
 
-function wire(code: "KEY_UNKNOWN"): never {
+function wire(code: "KEY_UNKNOWN" | "ORG_UNKNOWN"): never {
   throw new WireError(code);
 }

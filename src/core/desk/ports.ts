@@ -2,9 +2,11 @@
 // never imports an implementation; SQLite (adapters/sqlite/desk) is today's ledger and the MCP
 // client (adapters/mcp-upstream) today's upstream. Another backend is another adapter passing
 // the same tests. Every ledger method is async, so an adapter may be a network database.
+import type { OrgRecordFields } from "../finance/org-records.ts";
 import type { ReceiptJwk } from "../receipt/index.ts";
 import type { CallOutcome, UpstreamTool } from "../upstream/outcome.ts";
 import type { PlainOutcome, ReceiptOutcome, SettleOutcome } from "./outcomes.ts";
+import type { Reset } from "./period.ts";
 import type {
   AuditEntry,
   AuditFilter,
@@ -14,10 +16,12 @@ import type {
   NewKey,
   NewUpstream,
   Org,
+  OrgBudget,
   ReceiptRecord,
   SandboxGrant,
   SandboxSettings,
   SigningKeyRecord,
+  StoredOrgRecord,
   ToolListing,
   ToolRecord,
   UpstreamKind,
@@ -89,7 +93,8 @@ export type ReceiptMaker = (facts: ReceiptFacts) => StoredReceipt;
 
 export type ReserveResult =
   | { kind: "reserved"; reservationId: number; remainingMc: number }
-  | { kind: "no_room"; receipt: StoredReceipt; remainingMc: number }
+  /** `short`: whose budget had no room, the key's own or its organization's. */
+  | { kind: "no_room"; receipt: StoredReceipt; remainingMc: number; short: "key" | "org" }
   /** FAILURES_PER_HOUR calls of this hour failed or are still running: an audit row, no count. */
   | { kind: "rate_limited"; remainingMc: number }
   | { kind: "key_gone" };
@@ -111,9 +116,12 @@ export interface MoneyLedger {
   recordPlainRefusal(ctx: CallContext, outcome: PlainOutcome): Promise<void>;
   /** 403: a signed receipt, a failure counted, no money moves. */
   refuseNotAllowed(ctx: CallContext, make: ReceiptMaker): Promise<{ receipt: StoredReceipt; remainingMc: number }>;
-  /** The one conditional reservation (budget, period reset and failure limit in one statement). */
+  /**
+   * The one conditional reservation: the key's budget and its organization's, the period resets
+   * and the failure limit are checked in one statement.
+   */
   reserve(ctx: CallContext, make: ReceiptMaker): Promise<ReserveResult>;
-  /** Charges or refunds an open reservation, into the period it was taken from. */
+  /** Charges or refunds an open reservation, into the periods (the key's, the org's) it was taken from. */
   settle(settlement: Settlement, make: ReceiptMaker): Promise<SettleResult>;
   /** Ids of reservations still open that were taken before `beforeMs` (all of them: Infinity). */
   openReservations(beforeMs: number): Promise<number[]>;
@@ -190,6 +198,51 @@ export interface SandboxStore {
   grants(day: string, network: string): Promise<number>;
 }
 
+/** Signs an org's budget record from its fields; the ledger calls it inside the transaction that stores it. */
+export type OrgRecordMaker = (fields: OrgRecordFields) => StoredOrgRecord;
+
+/** A budget change: `budgetMc` null is unlimited; `reset` is needed with the first one and fixed after it (null: keep). */
+export type BudgetChange = { orgId: string; budgetMc: number | null; reset: Reset | null; now: number };
+
+export type BudgetChangeResult =
+  /** `record`: the budget_set written, or null when the budget was already this. */
+  | { kind: "set"; record: StoredOrgRecord | null; budget: OrgBudget }
+  | { kind: "missing" }
+  /** The first budget of an org needs its reset. */
+  | { kind: "reset_needed" }
+  /** The reset differs from the one the first record fixed. */
+  | { kind: "reset_fixed" }
+  /** Below what the org's current period already spent (charges and reservations). */
+  | { kind: "over_budget" };
+
+export type Topup = { orgId: string; amountMc: number; reference: string; now: number };
+
+export type TopupResult =
+  /** `existing`: a top-up with this reference and amount was already counted; this is its record. */
+  | { kind: "added" | "existing"; record: StoredOrgRecord; budget: OrgBudget }
+  | { kind: "missing" }
+  /** The org has no budget (unlimited, or none set yet): there is nothing to add to. */
+  | { kind: "unlimited" }
+  /** The reference was used with another amount. */
+  | { kind: "conflict" }
+  /** The budget would pass 2^53 - 1 mc. */
+  | { kind: "too_large" };
+
+/** Organization budgets and their signed records (top-ups, budget changes). */
+export interface FinanceStore {
+  /** The org's budget; null when it never had one (unlimited, nothing counted) or there is no such org. */
+  budget(orgId: string): Promise<OrgBudget | null>;
+  /**
+   * Sets the budget and writes its signed budget_set record, in one transaction. The first one
+   * fixes the reset and counts what the org's current period already spent.
+   */
+  setBudget(change: BudgetChange, make: OrgRecordMaker): Promise<BudgetChangeResult>;
+  /** Adds to the budget and writes its signed topup record, once per reference, in one transaction. */
+  topUp(topup: Topup, make: OrgRecordMaker): Promise<TopupResult>;
+  /** The org's records in chain order. */
+  records(orgId: string): Promise<StoredOrgRecord[]>;
+}
+
 /** The `desk check` invariants, as the ledger sees them. */
 export interface LedgerCheck {
   /** For every key and period, spent = charges + open reservations, and the counts agree: what is wrong. */
@@ -206,6 +259,7 @@ export interface DeskLedger {
   readonly catalog: CatalogStore;
   readonly records: RecordStore;
   readonly sandbox: SandboxStore;
+  readonly finance: FinanceStore;
   readonly check: LedgerCheck;
   /** Finishes background work and closes; nothing is lost that a method had answered. */
   close(): Promise<void>;

@@ -1,6 +1,7 @@
 // What the desk keeps, as the domain reads it: organizations, keys, upstreams and tools, receipts,
 // audit entries, signing keys, the sandbox. Every ledger adapter returns these (no storage types:
 // no integer booleans, no JSON text to parse again), and takes them back through the ports.
+import type { OrgRecord } from "../finance/org-records.ts";
 import type { ReceiptJwk } from "../receipt/index.ts";
 import type { PlainOutcome, ReceiptOutcome } from "./outcomes.ts";
 import type { Reset } from "./period.ts";
@@ -145,3 +146,21 @@ export type SandboxGrant = {
   org: Org;
   key: NewKey;
 };
+
+/**
+ * An organization's budget: every key of the org draws on it as well as on its own. Kept from the
+ * org's first budget record on; the spend is counted while the budget is unlimited too, so a
+ * budget set later starts from what the period already spent.
+ */
+export type OrgBudget = {
+  /** null: unlimited. */
+  budgetMc: number | null;
+  /** Fixed by the org's first budget record. */
+  reset: Reset;
+  /** The period `spentMc` belongs to (the org's latest). */
+  period: string;
+  spentMc: number;
+};
+
+/** A signed budget record (`topup`, `budget_set`) as stored: `sha256` is what the next record's prev_sha256 holds. */
+export type StoredOrgRecord = { record: OrgRecord; sha256: string; envelope: string };

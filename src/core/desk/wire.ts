@@ -8,6 +8,12 @@ export type OrgView = { org_id: string; name: string; created_at: string };
 
 export type CreatedOrgView = { org_id: string; name: string };
 
+/** An org budget in its current period; `budget_mc` and `remaining_mc` null are unlimited. */
+export type OrgBudgetView = { budget_mc: number | null; reset: "none" | "daily" | "monthly"; period: string; spent_mc: number; remaining_mc: number | null };
+
+/** One org with its budget (null: it never had one, so unlimited). */
+export type OrgDetailView = OrgView & { budget: OrgBudgetView | null };
+
 export type KeyView = {
   key_id: string;
   org_id: string;

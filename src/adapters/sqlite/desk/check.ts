@@ -1,6 +1,7 @@
 // The money invariants of `desk check` in SQL (the signatures and chains are checked by the
 // domain, core/desk/check.ts): for every key and period, spent = charges + open reservations;
-// the key row's spend equals its current period's; reservation and receipt counts agree.
+// the key row's spend equals its current period's; the same for organization budgets;
+// reservation and receipt counts agree.
 import type { LedgerCheck } from "../../../core/desk/ports.ts";
 import type { ReceiptRecord } from "../../../core/desk/records.ts";
 import { printable } from "../../../core/receipt/printable.ts";
@@ -35,6 +36,28 @@ export class SqliteCheck implements LedgerCheck {
       .all() as { id: string; spent_mc: number; budget_mc: number; period_spent: number }[];
     for (const k of keys) {
       if (k.spent_mc !== k.period_spent) problems.push(`key ${printable(k.id)}: spent ${k.spent_mc} mc on the key, ${k.period_spent} mc in its period`);
+    }
+    // The same for organization budgets: what each org period spent is its charged and open reservations.
+    const orgRows = db
+      .query(
+        `SELECT s.org_id, s.period, s.spent_mc,
+           coalesce((SELECT sum(price_mc) FROM reservations v WHERE v.org_id = s.org_id AND v.org_period = s.period
+             AND (v.state = 'open' OR v.outcome = 'charged')), 0) AS counted
+         FROM org_spend s ORDER BY s.org_id, s.period`,
+      )
+      .all() as { org_id: string; period: string; spent_mc: number; counted: number }[];
+    for (const r of orgRows) {
+      if (r.spent_mc !== r.counted) {
+        problems.push(`org ${printable(r.org_id)} period ${printable(r.period)}: spent ${r.spent_mc} mc, but charges and open reservations ${r.counted}`);
+      }
+    }
+    const orgs = db
+      .query(
+        "SELECT o.org_id, o.spent_mc, coalesce(s.spent_mc, 0) AS period_spent FROM org_budgets o LEFT JOIN org_spend s ON s.org_id = o.org_id AND s.period = o.period",
+      )
+      .all() as { org_id: string; spent_mc: number; period_spent: number }[];
+    for (const o of orgs) {
+      if (o.spent_mc !== o.period_spent) problems.push(`org ${printable(o.org_id)}: spent ${o.spent_mc} mc on its budget, ${o.period_spent} mc in its period`);
     }
     const orphans = db
       .query(`SELECT count(*) AS n FROM receipts r WHERE r.outcome = 'charged' AND NOT EXISTS (SELECT 1 FROM keys k WHERE k.id = r.key_id)`)

@@ -9,6 +9,7 @@ import { SqliteCheck } from "./check.ts";
 import { type CheckpointResult, Checkpointer } from "./checkpointer.ts";
 import { sqlOf } from "./connection.ts";
 import { GroupCommit } from "./group-commit.ts";
+import { SqliteFinance } from "./finance.ts";
 import { SqliteKeys, SqliteOrgs } from "./keys.ts";
 import { DESK_MIGRATIONS } from "./migrations.ts";
 import { SqliteMoney } from "./money.ts";
@@ -34,6 +35,7 @@ export class SqliteDeskLedger implements DeskLedger {
   readonly catalog: SqliteCatalog;
   readonly records: SqliteRecords;
   readonly sandbox: SqliteSandbox;
+  readonly finance: SqliteFinance;
   readonly check: SqliteCheck;
   readonly #db: Database;
   readonly #commit: GroupCommit;
@@ -54,6 +56,7 @@ export class SqliteDeskLedger implements DeskLedger {
     this.catalog = new SqliteCatalog(sql);
     this.records = new SqliteRecords(sql);
     this.sandbox = new SqliteSandbox(sql, this.orgs, this.keys);
+    this.finance = new SqliteFinance(sql);
     this.check = new SqliteCheck(sql);
     this.#checkpointer =
       options.backgroundCheckpointMs !== undefined && path !== ":memory:" ? new Checkpointer(this.#db, path, options.backgroundCheckpointMs) : null;

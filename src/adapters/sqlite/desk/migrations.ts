@@ -177,10 +177,52 @@ const V5 = `
 ALTER TABLE tools ADD COLUMN listing TEXT NOT NULL DEFAULT '{}';
 `;
 
+// Organization budgets (SPEC 8.15): the org's spend in its latest period beside its budget
+// (under the same CHECK as a key's), the spend of every period kept so a refund goes back to the
+// period it was reserved from, the org period each reservation drew on, and the signed budget
+// records of each org (append-only, one chain per org, each top-up reference once).
+const V6 = `
+CREATE TABLE org_budgets (
+  org_id TEXT PRIMARY KEY REFERENCES orgs(id),
+  budget_mc INTEGER CHECK (budget_mc IS NULL OR budget_mc >= 0),
+  reset TEXT NOT NULL CHECK (reset IN ('none', 'daily', 'monthly')),
+  period TEXT NOT NULL,
+  spent_mc INTEGER NOT NULL DEFAULT 0,
+  CHECK (spent_mc >= 0 AND (budget_mc IS NULL OR spent_mc <= budget_mc))
+) STRICT;
+
+CREATE TABLE org_spend (
+  org_id TEXT NOT NULL REFERENCES orgs(id),
+  period TEXT NOT NULL,
+  spent_mc INTEGER NOT NULL CHECK (spent_mc >= 0),
+  PRIMARY KEY (org_id, period)
+) STRICT, WITHOUT ROWID;
+
+ALTER TABLE reservations ADD COLUMN org_period TEXT;
+
+CREATE TABLE org_records (
+  org_id TEXT NOT NULL REFERENCES orgs(id),
+  seq INTEGER NOT NULL CHECK (seq >= 1),
+  id TEXT NOT NULL UNIQUE,
+  type TEXT NOT NULL CHECK (type IN ('topup', 'budget_set')),
+  issued_at INTEGER NOT NULL,
+  amount_mc INTEGER NOT NULL CHECK (amount_mc >= 0),
+  budget_mc INTEGER,
+  reference TEXT,
+  sha256 TEXT NOT NULL,
+  envelope TEXT NOT NULL,
+  PRIMARY KEY (org_id, seq),
+  UNIQUE (org_id, reference)
+) STRICT;
+CREATE TRIGGER org_records_no_update BEFORE UPDATE ON org_records BEGIN SELECT RAISE(ABORT, 'budget records are append-only'); END;
+CREATE TRIGGER org_records_no_delete BEFORE DELETE ON org_records BEGIN SELECT RAISE(ABORT, 'budget records are append-only'); END;
+`;
+
 export const DESK_MIGRATIONS: readonly Migration[] = [
   { name: "desk ledger", sql: V1 },
   { name: "desk sandbox", sql: V2 },
   { name: "desk sandbox daily cap", sql: V3 },
   { name: "desk held results", sql: V4 },
   { name: "desk tool listing fields", sql: V5 },
+  { name: "desk org budgets", sql: V6 },
 ];

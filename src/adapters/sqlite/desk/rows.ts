@@ -2,7 +2,18 @@
 // (core/desk/records.ts): integer booleans become booleans, JSON text is parsed once, here.
 import type { PlainOutcome, ReceiptOutcome, SettleOutcome } from "../../../core/desk/outcomes.ts";
 import type { Reset } from "../../../core/desk/period.ts";
-import type { AuditEntry, DeskKey, Org, ReceiptRecord, SigningKeyRecord, ToolRecord, UpstreamRecord } from "../../../core/desk/records.ts";
+import type {
+  AuditEntry,
+  DeskKey,
+  Org,
+  OrgBudget,
+  ReceiptRecord,
+  SigningKeyRecord,
+  StoredOrgRecord,
+  ToolRecord,
+  UpstreamRecord,
+} from "../../../core/desk/records.ts";
+import type { OrgRecordEnvelope } from "../../../core/finance/org-records.ts";
 import type { ReceiptJwk } from "../../../core/receipt/index.ts";
 
 export type OrgRow = { id: string; name: string; created_at: number };
@@ -93,6 +104,23 @@ export type ReservationRow = {
   state: "open" | "settled";
   outcome: SettleOutcome | null;
   receipt_id: string | null;
+  /** The org period the reservation drew on; null when the org kept no budget then. */
+  org_period: string | null;
+};
+
+export type OrgBudgetRow = { org_id: string; budget_mc: number | null; reset: Reset; period: string; spent_mc: number };
+
+export type OrgRecordRow = {
+  org_id: string;
+  seq: number;
+  id: string;
+  type: "topup" | "budget_set";
+  issued_at: number;
+  amount_mc: number;
+  budget_mc: number | null;
+  reference: string | null;
+  sha256: string;
+  envelope: string;
 };
 
 export type SigningKeyRow = { kid: string; public_jwk: string; created_at: number; retired_at: number | null };
@@ -140,6 +168,12 @@ export function keyOf(r: KeyRow): DeskKey {
     failHour: r.fail_hour,
     failCount: r.fail_count,
   };
+}
+
+export const orgBudgetOf = (r: OrgBudgetRow): OrgBudget => ({ budgetMc: r.budget_mc, reset: r.reset, period: r.period, spentMc: r.spent_mc });
+
+export function orgRecordOf(r: Pick<OrgRecordRow, "sha256" | "envelope">): StoredOrgRecord {
+  return { record: (JSON.parse(r.envelope) as OrgRecordEnvelope).record, sha256: r.sha256, envelope: r.envelope };
 }
 
 export function upstreamOf(r: UpstreamRow): UpstreamRecord {
