@@ -130,6 +130,17 @@ export const DESK_FLAGS = [
     repeatable: true,
     help: "a link-local or unspecified address (169.254.0.0/16, fe80::/10, 0.0.0.0, ::) an upstream URL may name, refused otherwise; repeatable (the variable takes a comma-separated list; the flag wins)",
   },
+  {
+    name: "--stripe-webhook-secret-file",
+    value: "PATH",
+    help: "the Stripe endpoint's signing secret (whsec_…), a private file: turns on POST /v1/topups/stripe (needs --topup-rate)",
+  },
+  {
+    name: "--topup-rate",
+    value: "RATE",
+    repeatable: true,
+    help: "RATE is CUR=N: what one minor unit of the ISO 4217 currency CUR buys, in millicents (EUR=1000: 1 cent buys 1,000 mc); repeatable, one per currency",
+  },
 ] as const satisfies readonly Flag[];
 
 export const DESK_ENV = [

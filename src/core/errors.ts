@@ -71,6 +71,11 @@ export const ERRORS = {
   RECEIPT_UNKNOWN: { http: 404, meaning: "no such receipt in this organization" },
   RESULT_UNKNOWN: { http: 404, meaning: "no result held for this receipt and key (delivered, expired, or not this key's)" },
   TOPUP_CONFLICT: { http: 409, meaning: "the reference was used by a top-up of another amount, or the organization has no budget to add to" },
+  STRIPE_SIGNATURE_INVALID: {
+    http: 400,
+    meaning: "the Stripe-Signature header is missing, malformed, does not match the body, or its time is outside 5 minutes",
+  },
+  STRIPE_EVENT_INVALID: { http: 400, meaning: "a signed Stripe event the desk cannot credit: malformed, or in a currency without --topup-rate, or too large" },
   UPSTREAM_UNKNOWN: { http: 404, meaning: "no such upstream" },
   UPSTREAM_EXISTS: { http: 409, meaning: "an upstream with this name exists" },
   UPSTREAM_UNREACHABLE: { http: 502, meaning: "the MCP handshake with the upstream failed" },

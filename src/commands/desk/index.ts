@@ -30,7 +30,7 @@ const CHECKPOINT_EVERY_MS = 200;
 /** Runs the desk until SIGINT or SIGTERM. */
 export async function runDesk(run: DeskRun): Promise<void> {
   const { streams, flags } = run;
-  const { listenText, listen, timeoutMs, allowedHosts, allowUpstreamHosts, configured, tls } = deskSettings(run);
+  const { listenText, listen, timeoutMs, allowedHosts, allowUpstreamHosts, configured, tls, stripe } = deskSettings(run);
   const log = (line: string) => info(streams, line);
 
   // The port comes first: a desk that cannot listen has created no file and shown no token.
@@ -73,6 +73,8 @@ export async function runDesk(run: DeskRun): Promise<void> {
       listenHostname: listen.hostname,
       allowedHosts,
       trustProxy: flags.trustProxy === true,
+      stripe,
+      log,
       onInternal: (err) => log(`internal error: ${err instanceof Error ? `${err.name}: ${err.message}` : "unknown"}`),
     }),
   );

@@ -5,6 +5,9 @@ import { readFileSync } from "node:fs";
 import { DESK_ENV, DESK_FLAGS, envSettingOf, flagOf } from "../../cli/flags.ts";
 import { failure, type Streams, usageError } from "../../cli/voice.ts";
 import { DEFAULT_UPSTREAM_TIMEOUT_MS } from "../../core/desk/limits.ts";
+import { type StripeWebhookConfig, stripeSecretProblem } from "../../core/finance/stripe-webhook.ts";
+import { parseTopupRates, TopupRateError } from "../../core/finance/topup-rates.ts";
+import { PrivatePathError, readPrivateFile } from "../../core/private-files.ts";
 import { isLinkLocalOrUnspecified } from "../../core/desk/network.ts";
 import { type ListenAddress, parseListen } from "../../core/http/listen.ts";
 
@@ -25,6 +28,9 @@ export type DeskFlags = {
   trustProxy?: boolean;
   /** Link-local or unspecified addresses an upstream may have (repeatable --allow-upstream-host). */
   allowUpstreamHost?: string[];
+  stripeWebhookSecretFile?: string;
+  /** CUR=N entries (repeatable --topup-rate). */
+  topupRate?: string[];
 };
 
 export type DeskRun = { flags: DeskFlags; env: Record<string, string | undefined>; streams: Streams };
@@ -118,6 +124,37 @@ function loadTls(flags: DeskFlags): { cert: string; key: string } | undefined {
   return { cert: read(flags.tlsCert), key: read(flags.tlsKey) };
 }
 
+/**
+ * The Stripe webhook's secret (a private file) and the rates it converts at, or null when the
+ * secret is not given. A secret without a rate, or a rate without a secret, stops the desk: one
+ * would refuse every payment, the other would be a setting that does nothing.
+ */
+function stripeSettings(flags: DeskFlags): StripeWebhookConfig | null {
+  const rates = flags.topupRate ?? [];
+  if (flags.stripeWebhookSecretFile === undefined) {
+    if (rates.length > 0) throw usageError("--topup-rate needs --stripe-webhook-secret-file");
+    return null;
+  }
+  if (rates.length === 0) throw usageError("--stripe-webhook-secret-file needs at least one --topup-rate", "e.g. --topup-rate EUR=1000");
+  let secret: string;
+  try {
+    secret = readPrivateFile(flags.stripeWebhookSecretFile)
+      .toString("utf8")
+      .replace(/\r?\n$/, "");
+  } catch (err) {
+    if (err instanceof PrivatePathError) throw failure(err.message, err.hint);
+    throw err;
+  }
+  const problem = stripeSecretProblem(secret);
+  if (problem !== null) throw failure(`the Stripe secret in ${flags.stripeWebhookSecretFile}: ${problem}`);
+  try {
+    return { secret, rates: parseTopupRates(rates) };
+  } catch (err) {
+    if (err instanceof TopupRateError) throw usageError(err.message, "e.g. --topup-rate EUR=1000");
+    throw err;
+  }
+}
+
 export type DeskSettings = {
   /** As given (for messages), and read. */
   listenText: string;
@@ -127,6 +164,8 @@ export type DeskSettings = {
   allowUpstreamHosts: string[];
   configured: { token: string; from: string } | null;
   tls: { cert: string; key: string } | undefined;
+  /** POST /v1/topups/stripe, when --stripe-webhook-secret-file is given. */
+  stripe: StripeWebhookConfig | null;
 };
 
 /** Every setting of `ask-only desk`, read and checked (usage errors exit 2, unreadable files 1). */
@@ -140,5 +179,6 @@ export function deskSettings(run: DeskRun): DeskSettings {
     allowUpstreamHosts: parseUpstreamHostAllowance(run),
     configured: configuredAdminToken(run),
     tls: loadTls(run.flags),
+    stripe: stripeSettings(run.flags),
   };
 }
