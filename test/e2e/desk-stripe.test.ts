@@ -49,7 +49,7 @@ describe("desk --stripe-webhook-secret-file (binary)", () => {
       expect(org.budget.budget_mc).toBe(1_250_000);
       const forged = await fetch(`${desk.url}/v1/topups/stripe`, {
         method: "POST",
-        headers: { "stripe-signature": "t=1,v1=" + "0".repeat(64) },
+        headers: { "stripe-signature": `t=1,v1=${"0".repeat(64)}` },
         body: payload,
       });
       expect(forged.status).toBe(400);
