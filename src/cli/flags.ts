@@ -131,6 +131,16 @@ export const DESK_FLAGS = [
     help: "a link-local or unspecified address (169.254.0.0/16, fe80::/10, 0.0.0.0, ::) an upstream URL may name, refused otherwise; repeatable (the variable takes a comma-separated list; the flag wins)",
   },
   {
+    name: "--alert-webhook",
+    value: "URL",
+    help: "where budget alerts are delivered (Standard Webhooks, signed v1 and v1a), at least once, with retries; needs --alert-webhook-secret-file",
+  },
+  {
+    name: "--alert-webhook-secret-file",
+    value: "PATH",
+    help: "the receiver's Standard Webhooks secret (whsec_ + base64 of 24-64 bytes), a private file: the v1 signature's key",
+  },
+  {
     name: "--stripe-webhook-secret-file",
     value: "PATH",
     help: "the Stripe endpoint's signing secret (whsec_…), a private file: turns on POST /v1/topups/stripe (needs --topup-rate)",

@@ -7,7 +7,8 @@ import type { AuditEntry, DeskKey, Org, ToolRecord, UpstreamRecord } from "../..
 import type { AuditView, CreatedOrgView, KeySecretView, KeyView, OrgView, ToolView, UpstreamView } from "../../core/desk/wire.ts";
 import type { Route } from "../../core/http/routes.ts";
 import type { RequestExtra } from "./http.ts";
-import { type Body, fail, intIn, objectBody as body, onlyFields, optional, required, timestamp } from "./request.ts";
+import { type Body, fail, intIn, objectBody as body, onlyFields, optional, required, thresholdList, timestamp } from "./request.ts";
+import { alertRoutes } from "./alerts.ts";
 import { orgBudgetRoutes } from "./org-budgets.ts";
 import { clearSandbox, sandboxView, setSandbox } from "./sandbox.ts";
 
@@ -34,6 +35,7 @@ export function adminRoutes(desk: Desk): Route<RequestExtra>[] {
     { method: "POST", path: "/admin/orgs", handle: async (req) => createOrg(desk, await body(req)) },
     { method: "GET", path: "/admin/orgs", handle: async () => Response.json((await desk.orgs()).map(orgView)) },
     ...orgBudgetRoutes(desk),
+    ...alertRoutes(desk),
     { method: "POST", path: "/admin/upstreams", handle: async (req) => addUpstream(desk, await body(req)) },
     { method: "GET", path: "/admin/upstreams", handle: async () => Response.json((await desk.upstreams()).map(upstreamView)) },
     { method: "POST", path: "/admin/upstreams/:name/refresh", handle: (_req, p) => refreshUpstream(desk, p.name!) },
@@ -151,11 +153,12 @@ function keyView(desk: Desk, k: DeskKey): KeyView {
     expires_at: isoOrNull(k.expiresAt),
     revoked_at: isoOrNull(k.revokedAt),
     created_at: iso(k.createdAt),
+    alert_thresholds: k.alertThresholds,
   };
 }
 
 async function createKey(desk: Desk, b: Body): Promise<Response> {
-  onlyFields(b, ["org_id", "name", "budget_mc", "reset", "allow", "prices", "expires_at"]);
+  onlyFields(b, ["org_id", "name", "budget_mc", "reset", "allow", "prices", "expires_at", "alert_thresholds"]);
   const orgId = required(b, "org_id", shortText(64));
   const budgetMc = required(b, "budget_mc", money);
   const reset = required(b, "reset", (v) => (RESETS.includes(v as Reset) ? (v as Reset) : undefined));
@@ -163,7 +166,8 @@ async function createKey(desk: Desk, b: Body): Promise<Response> {
   const name = optional(b, "name", shortText(200)) ?? "";
   const prices = optional(b, "prices", priceMap) ?? {};
   const expiresAt = optional(b, "expires_at", timestamp) ?? null;
-  const { keyId, secret } = await desk.createKey({ orgId, name, budgetMc, reset, allow, prices, expiresAt });
+  const alertThresholds = optional(b, "alert_thresholds", thresholdList);
+  const { keyId, secret } = await desk.createKey({ orgId, name, budgetMc, reset, allow, prices, expiresAt, alertThresholds });
   return Response.json({ key_id: keyId, secret } satisfies KeySecretView, { status: 201, headers: { "cache-control": "no-store" } });
 }
 
@@ -174,13 +178,14 @@ async function listKeys(desk: Desk, query: URLSearchParams): Promise<Response> {
 
 async function patchKey(desk: Desk, id: string, b: Body): Promise<Response> {
   // reset is fixed at creation: moving a key between period kinds mid-period has no safe answer.
-  onlyFields(b, ["name", "budget_mc", "allow", "prices", "expires_at"]);
+  onlyFields(b, ["name", "budget_mc", "allow", "prices", "expires_at", "alert_thresholds"]);
   const patch = {
     name: optional(b, "name", shortText(200)),
     budgetMc: optional(b, "budget_mc", money),
     allow: optional(b, "allow", toolList),
     prices: optional(b, "prices", priceMap),
     expiresAt: optional(b, "expires_at", timestamp),
+    alertThresholds: optional(b, "alert_thresholds", thresholdList),
   };
   return Response.json(keyView(desk, await desk.patchKey(id, patch)));
 }

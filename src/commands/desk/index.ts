@@ -17,6 +17,7 @@ import { ABANDON_MARGIN_MS } from "../../core/desk/limits.ts";
 import { SealedHeadersError } from "../../core/desk/registry.ts";
 import { consoleRoutes } from "./console.ts";
 import { dataDirPaths, lockDataDir, openDeskLedger, prepareDataDir, readSecret, replaceSecretFile } from "./data-dir.ts";
+import { AlertDelivery } from "../../adapters/webhooks/alert-delivery.ts";
 import { createHandler, type Handler } from "./http.ts";
 import { type DeskRun, deskSettings } from "./settings.ts";
 
@@ -30,7 +31,7 @@ const CHECKPOINT_EVERY_MS = 200;
 /** Runs the desk until SIGINT or SIGTERM. */
 export async function runDesk(run: DeskRun): Promise<void> {
   const { streams, flags } = run;
-  const { listenText, listen, timeoutMs, allowedHosts, allowUpstreamHosts, configured, tls, stripe } = deskSettings(run);
+  const { listenText, listen, timeoutMs, allowedHosts, allowUpstreamHosts, configured, tls, stripe, alerts } = deskSettings(run);
   const log = (line: string) => info(streams, line);
 
   // The port comes first: a desk that cannot listen has created no file and shown no token.
@@ -60,13 +61,13 @@ export async function runDesk(run: DeskRun): Promise<void> {
 
   let started: Awaited<ReturnType<typeof startDesk>>;
   try {
-    started = await startDesk(run, { configured, timeoutMs, allowUpstreamHosts, log });
+    started = await startDesk(run, { configured, timeoutMs, allowUpstreamHosts, alerts, log });
   } catch (err) {
     startFailed(err);
     await server.stop(true);
     throw err;
   }
-  const { desk, ledger, lock, sweep } = started;
+  const { desk, ledger, lock, sweep, delivery } = started;
   handlerReady(
     createHandler(desk, {
       adminTokenSha256: started.adminHash,
@@ -81,6 +82,7 @@ export async function runDesk(run: DeskRun): Promise<void> {
   // Everything started above holds the process open (the sweep timer, the checkpoint worker).
   const shutdown = async () => {
     clearInterval(sweep);
+    await delivery?.stop();
     await desk.close();
     await ledger.close();
     lock.release();
@@ -103,10 +105,25 @@ export async function runDesk(run: DeskRun): Promise<void> {
 /** The data directory, keys, ledger, admin token and Desk, once the port is known to be free. */
 async function startDesk(
   run: DeskRun,
-  o: { configured: { token: string; from: string } | null; timeoutMs: number; allowUpstreamHosts: string[]; log: (line: string) => void },
-): Promise<{ desk: Desk; ledger: SqliteDeskLedger; lock: ReturnType<typeof lockDataDir>; sweep: ReturnType<typeof setInterval>; adminHash: Uint8Array }> {
+  o: {
+    configured: { token: string; from: string } | null;
+    timeoutMs: number;
+    allowUpstreamHosts: string[];
+    alerts: { url: URL; secret: Uint8Array } | null;
+    log: (line: string) => void;
+  },
+): Promise<{
+  desk: Desk;
+  ledger: SqliteDeskLedger;
+  lock: ReturnType<typeof lockDataDir>;
+  sweep: ReturnType<typeof setInterval>;
+  adminHash: Uint8Array;
+  delivery: AlertDelivery | null;
+}> {
   const { streams, flags } = run;
   const { configured, timeoutMs, allowUpstreamHosts, log } = o;
+  // The delivery loop is made once the desk is: until then a written alert waits for its first pass.
+  let delivery: AlertDelivery | null = null;
   const paths = dataDirPaths(flags.data ?? DEFAULT_DATA);
   // Held until exit (the kernel drops it even on SIGKILL): one desk per data directory.
   const lock = lockDataDir(paths);
@@ -156,6 +173,7 @@ async function startDesk(
       log,
       storeSigningKey: (pem) => replaceSecretFile(paths.signingKey, pem),
       allowUpstreamHosts,
+      alertsWritten: () => delivery?.poke(),
     });
   } catch (err) {
     await ledger.close();
@@ -173,7 +191,34 @@ async function startDesk(
     },
     Math.max(1000, (timeoutMs + ABANDON_MARGIN_MS) / 2),
   );
-  return { desk, ledger, lock, sweep, adminHash };
+  if (o.alerts !== null) delivery = await startAlertDelivery(desk, ledger, o.alerts, log);
+  return { desk, ledger, lock, sweep, adminHash, delivery };
+}
+
+/**
+ * Delivers the alert outbox to --alert-webhook. This desk holds the data directory alone (its
+ * lock), so every lease left in the ledger is a dead process's: freed first, those alerts are
+ * sent again at once under their ids.
+ */
+async function startAlertDelivery(desk: Desk, ledger: SqliteDeskLedger, alerts: { url: URL; secret: Uint8Array }, log: (line: string) => void) {
+  const freed = await ledger.alerts.releaseLeases();
+  if (freed > 0) log(`alerts: ${freed} attempt(s) cut by the last stop will be sent again`);
+  const delivery = new AlertDelivery({
+    url: alerts.url,
+    secret: alerts.secret,
+    // The v1a signature follows the signing key through rotations.
+    signer: { signBytes: (bytes) => desk.signer.signBytes(bytes) },
+    outbox: ledger.alerts,
+    onAttempt: (r) => {
+      if (r.ok) log(`alert ${r.id} delivered (attempt ${r.attempt})`);
+      else
+        log(`alert ${r.id} attempt ${r.attempt} failed: ${r.error}${r.nextAtMs === null ? "; given up" : `; next at ${new Date(r.nextAtMs).toISOString()}`}`);
+    },
+    onError: (err) => log(`alert delivery pass failed: ${err instanceof Error ? err.name : "error"}`),
+  });
+  delivery.start();
+  log(`alerts: delivered to ${alerts.url.origin}`);
+  return delivery;
 }
 
 /** `desk check`: exit 0 when the ledger is sound, else a failure listing what is wrong. */

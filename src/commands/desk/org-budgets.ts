@@ -8,7 +8,7 @@ import type { OrgBudgetView, OrgDetailView } from "../../core/desk/wire.ts";
 import type { Route } from "../../core/http/routes.ts";
 import { orgView } from "./admin.ts";
 import type { RequestExtra } from "./http.ts";
-import { objectBody as body, intIn, onlyFields, optional, required } from "./request.ts";
+import { objectBody as body, fail, intIn, onlyFields, optional, required, thresholdList } from "./request.ts";
 
 /** The largest budget: stays an exact integer through JSON and SQLite. */
 const MAX_MC = Number.MAX_SAFE_INTEGER;
@@ -37,16 +37,21 @@ const budgetView = (b: OrgBudgetNow): OrgBudgetView => ({
 async function orgDetail(desk: Desk, id: string): Promise<OrgDetailView> {
   const org = await desk.org(id);
   const budget = await desk.orgBudget(id);
-  return { ...orgView(org), budget: budget === null ? null : budgetView(budget) };
+  return { ...orgView(org), budget: budget === null ? null : budgetView(budget), alert_thresholds: await desk.orgThresholds(id) };
 }
 
 const recordOf = (r: StoredOrgRecord | null) => (r === null ? null : JSON.parse(r.envelope));
 
 async function patchOrg(desk: Desk, id: string, b: Record<string, unknown>): Promise<Response> {
-  onlyFields(b, ["budget_mc", "reset"]);
-  const budgetMc = required(b, "budget_mc", budgetValue);
+  onlyFields(b, ["budget_mc", "reset", "alert_thresholds"]);
+  const budgetMc = optional(b, "budget_mc", budgetValue);
   const reset = optional(b, "reset", resetValue) ?? null;
-  const { record } = await desk.setOrgBudget(id, budgetMc, reset);
+  const thresholds = optional(b, "alert_thresholds", thresholdList);
+  // A reset goes with a budget; a PATCH changes the budget, the thresholds or both.
+  if (budgetMc === undefined && (reset !== null || thresholds === undefined)) fail("FIELD_MISSING", { field: "budget_mc" });
+  await desk.org(id);
+  if (thresholds !== undefined) await desk.setOrgThresholds(id, thresholds);
+  const record = budgetMc === undefined ? null : (await desk.setOrgBudget(id, budgetMc, reset)).record;
   return Response.json({ ...(await orgDetail(desk, id)), record: recordOf(record) });
 }
 

@@ -5,6 +5,8 @@ import { readFileSync } from "node:fs";
 import { DESK_ENV, DESK_FLAGS, envSettingOf, flagOf } from "../../cli/flags.ts";
 import { failure, type Streams, usageError } from "../../cli/voice.ts";
 import { DEFAULT_UPSTREAM_TIMEOUT_MS } from "../../core/desk/limits.ts";
+import { parseAlertWebhookUrl } from "../../core/finance/alert-outbox.ts";
+import { parseWebhookSecret, WebhookSecretError } from "../../core/finance/standard-webhooks.ts";
 import { type StripeWebhookConfig, stripeSecretProblem } from "../../core/finance/stripe-webhook.ts";
 import { parseTopupRates, TopupRateError } from "../../core/finance/topup-rates.ts";
 import { PrivatePathError, readPrivateFile } from "../../core/private-files.ts";
@@ -28,6 +30,8 @@ export type DeskFlags = {
   trustProxy?: boolean;
   /** Link-local or unspecified addresses an upstream may have (repeatable --allow-upstream-host). */
   allowUpstreamHost?: string[];
+  alertWebhook?: string;
+  alertWebhookSecretFile?: string;
   stripeWebhookSecretFile?: string;
   /** CUR=N entries (repeatable --topup-rate). */
   topupRate?: string[];
@@ -124,6 +128,36 @@ function loadTls(flags: DeskFlags): { cert: string; key: string } | undefined {
   return { cert: read(flags.tlsCert), key: read(flags.tlsKey) };
 }
 
+/** A secret from a private file, one trailing newline dropped. */
+function privateText(path: string): string {
+  try {
+    return readPrivateFile(path)
+      .toString("utf8")
+      .replace(/\r?\n$/, "");
+  } catch (err) {
+    if (err instanceof PrivatePathError) throw failure(err.message, err.hint);
+    throw err;
+  }
+}
+
+/** Where budget alerts go and the receiver's secret, or null without --alert-webhook; one without the other stops the desk. */
+function alertSettings(flags: DeskFlags): { url: URL; secret: Uint8Array } | null {
+  if (flags.alertWebhook === undefined) {
+    if (flags.alertWebhookSecretFile !== undefined) throw usageError("--alert-webhook-secret-file needs --alert-webhook");
+    return null;
+  }
+  const url = parseAlertWebhookUrl(flags.alertWebhook);
+  if (url === null) throw usageError(`--alert-webhook ${flags.alertWebhook} is not an http(s) URL without user or password`);
+  if (flags.alertWebhookSecretFile === undefined)
+    throw usageError("--alert-webhook needs --alert-webhook-secret-file", "the receiver's whsec_ secret, in a file of mode 0600");
+  try {
+    return { url, secret: parseWebhookSecret(privateText(flags.alertWebhookSecretFile)) };
+  } catch (err) {
+    if (err instanceof WebhookSecretError) throw failure(`${flags.alertWebhookSecretFile}: ${err.message}`);
+    throw err;
+  }
+}
+
 /**
  * The Stripe webhook's secret (a private file) and the rates it converts at, or null when the
  * secret is not given. A secret without a rate, or a rate without a secret, stops the desk: one
@@ -136,15 +170,7 @@ function stripeSettings(flags: DeskFlags): StripeWebhookConfig | null {
     return null;
   }
   if (rates.length === 0) throw usageError("--stripe-webhook-secret-file needs at least one --topup-rate", "e.g. --topup-rate EUR=1000");
-  let secret: string;
-  try {
-    secret = readPrivateFile(flags.stripeWebhookSecretFile)
-      .toString("utf8")
-      .replace(/\r?\n$/, "");
-  } catch (err) {
-    if (err instanceof PrivatePathError) throw failure(err.message, err.hint);
-    throw err;
-  }
+  const secret = privateText(flags.stripeWebhookSecretFile);
   const problem = stripeSecretProblem(secret);
   if (problem !== null) throw failure(`the Stripe secret in ${flags.stripeWebhookSecretFile}: ${problem}`);
   try {
@@ -166,6 +192,8 @@ export type DeskSettings = {
   tls: { cert: string; key: string } | undefined;
   /** POST /v1/topups/stripe, when --stripe-webhook-secret-file is given. */
   stripe: StripeWebhookConfig | null;
+  /** Budget alert delivery, when --alert-webhook is given. */
+  alerts: { url: URL; secret: Uint8Array } | null;
 };
 
 /** Every setting of `ask-only desk`, read and checked (usage errors exit 2, unreadable files 1). */
@@ -180,5 +208,6 @@ export function deskSettings(run: DeskRun): DeskSettings {
     configured: configuredAdminToken(run),
     tls: loadTls(run.flags),
     stripe: stripeSettings(run.flags),
+    alerts: alertSettings(run.flags),
   };
 }

@@ -127,6 +127,7 @@ async function reserve(d: DeskContext, ctx: CallContext): Promise<Step<number>> 
   const { make, last } = d.signing.receiptMaker();
   const r = await d.ledger.money.reserve(ctx, make);
   if (r.kind === "reserved") return { next: r.reservationId };
+  if (r.kind === "no_room" && r.alerts > 0) d.alertsWritten();
   if (r.kind === "key_gone") return stop(keyInvalid());
   const money = { priceMc: ctx.priceMc, remainingMc: r.remainingMc };
   if (r.kind === "rate_limited") return stop(refusal("TOO_MANY_FAILURES", "refused_rate_limited", money));
@@ -181,6 +182,7 @@ async function settle(d: DeskContext, ctx: CallContext, reservationId: number, a
       receipt ? { receipt } : {},
     );
   }
+  if (settled.alerts > 0) d.alertsWritten();
   const money = { priceMc: ctx.priceMc, remainingMc: settled.remainingMc };
   if (answer.kind === "ok") return { status: statusOf("charged"), outcome, ...money, receipt: last()!, result: answer.result };
   return refusal(plan!.error, outcome, money, { receipt: last()! });

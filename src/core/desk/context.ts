@@ -13,4 +13,6 @@ export type DeskContext = {
   readonly catalog: Catalog;
   readonly registry: UpstreamRegistry;
   readonly signing: Signing;
+  /** Told after a commit that wrote budget alerts (the delivery loop looks at once). */
+  readonly alertsWritten: () => void;
 };

@@ -14,6 +14,7 @@ import type { Clock, DeskLedger, Log, ReceiptMaker, SigningKeyStore, UpstreamCon
 import * as receipts from "./receipts.ts";
 import type { Reset } from "./period.ts";
 import type {
+  AlertRecord,
   AuditEntry,
   AuditFilter,
   DeskKey,
@@ -45,6 +46,8 @@ export type DeskOptions = {
   storeSigningKey?: SigningKeyStore;
   /** Link-local or unspecified upstream hosts the operator allows (--allow-upstream-host), as URL hostnames. */
   allowUpstreamHosts?: readonly string[];
+  /** Told after a commit that wrote budget alerts (the delivery loop's poke). */
+  alertsWritten?: () => void;
 };
 
 export class Desk {
@@ -71,7 +74,8 @@ export class Desk {
       log,
     });
     const signing = new Signing(options.signer, options.ledger.records, options.storeSigningKey ?? (() => {}), now);
-    const desk = new Desk({ ledger: options.ledger, now, log, upstreamTimeoutMs, catalog, registry, signing });
+    const alertsWritten = options.alertsWritten ?? (() => {});
+    const desk = new Desk({ ledger: options.ledger, now, log, upstreamTimeoutMs, catalog, registry, signing, alertsWritten });
     await signing.publish();
     await registry.openStored();
     await catalog.reload();
@@ -178,6 +182,19 @@ export class Desk {
 
   topUp(orgId: string, amountMc: number, reference: string): Promise<{ added: boolean; record: StoredOrgRecord; budget: orgBudgets.OrgBudgetNow }> {
     return orgBudgets.topUp(this.#d, orgId, amountMc, reference);
+  }
+
+  orgThresholds(orgId: string): Promise<readonly number[]> {
+    return orgBudgets.orgThresholds(this.#d, orgId);
+  }
+
+  setOrgThresholds(orgId: string, thresholds: readonly number[]): Promise<void> {
+    return orgBudgets.setOrgThresholds(this.#d, orgId, thresholds);
+  }
+
+  /** The alert outbox, newest first (optionally of one org). */
+  alerts(filter: { orgId: string | null; limit: number }): Promise<AlertRecord[]> {
+    return this.#d.ledger.alerts.list(filter);
   }
 
   orgRecords(orgId: string): Promise<StoredOrgRecord[]> {

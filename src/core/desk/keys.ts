@@ -28,6 +28,7 @@ export type NewKeyInput = {
   allow: readonly string[];
   prices: Readonly<Record<string, number>>;
   expiresAt: number | null;
+  alertThresholds?: readonly number[];
 };
 
 /** ORG_UNKNOWN, else the org. */

@@ -78,6 +78,20 @@ export async function topUp(
   }
 }
 
+/** ORG_UNKNOWN, else the org's alert thresholds. */
+export async function orgThresholds(d: DeskContext, orgId: string): Promise<readonly number[]> {
+  return (await d.ledger.finance.thresholds(orgId)) ?? wireOrgUnknown();
+}
+
+/** ORG_UNKNOWN unless the org exists; its thresholds are then `thresholds`. */
+export async function setOrgThresholds(d: DeskContext, orgId: string, thresholds: readonly number[]): Promise<void> {
+  if (!(await d.ledger.finance.setThresholds(orgId, thresholds))) wireOrgUnknown();
+}
+
+function wireOrgUnknown(): never {
+  throw new WireError("ORG_UNKNOWN");
+}
+
 /** ORG_UNKNOWN, else the org's budget records in chain order. */
 export async function orgRecords(d: DeskContext, orgId: string): Promise<StoredOrgRecord[]> {
   if ((await d.ledger.orgs.get(orgId)) === null) throw new WireError("ORG_UNKNOWN");

@@ -2,12 +2,14 @@
 // never imports an implementation; SQLite (adapters/sqlite/desk) is today's ledger and the MCP
 // client (adapters/mcp-upstream) today's upstream. Another backend is another adapter passing
 // the same tests. Every ledger method is async, so an adapter may be a network database.
+import type { AlertOutbox } from "../finance/alert-outbox.ts";
 import type { OrgRecordFields } from "../finance/org-records.ts";
 import type { ReceiptJwk } from "../receipt/index.ts";
 import type { CallOutcome, UpstreamTool } from "../upstream/outcome.ts";
 import type { PlainOutcome, ReceiptOutcome, SettleOutcome } from "./outcomes.ts";
 import type { Reset } from "./period.ts";
 import type {
+  AlertRecord,
   AuditEntry,
   AuditFilter,
   DeskKey,
@@ -93,8 +95,8 @@ export type ReceiptMaker = (facts: ReceiptFacts) => StoredReceipt;
 
 export type ReserveResult =
   | { kind: "reserved"; reservationId: number; remainingMc: number }
-  /** `short`: whose budget had no room, the key's own or its organization's. */
-  | { kind: "no_room"; receipt: StoredReceipt; remainingMc: number; short: "key" | "org" }
+  /** `short`: whose budget had no room, the key's own or its organization's; `alerts`: how many the refusal wrote. */
+  | { kind: "no_room"; receipt: StoredReceipt; remainingMc: number; short: "key" | "org"; alerts: number }
   /** FAILURES_PER_HOUR calls of this hour failed or are still running: an audit row, no count. */
   | { kind: "rate_limited"; remainingMc: number }
   | { kind: "key_gone" };
@@ -102,7 +104,8 @@ export type ReserveResult =
 export type Settlement = { reservationId: number; outcome: SettleOutcome; resultSha256: string | null; now: number };
 
 export type SettleResult =
-  | { kind: "settled"; receipt: StoredReceipt; remainingMc: number }
+  /** `alerts`: how many budget alerts the charge wrote (in its own transaction). */
+  | { kind: "settled"; receipt: StoredReceipt; remainingMc: number; alerts: number }
   /** Someone settled it first (the abandoned-reservation sweep): nothing changed. */
   | { kind: "already_settled"; receipt: ReceiptRecord | null; outcome: SettleOutcome | null; remainingMc: number };
 
@@ -241,6 +244,24 @@ export interface FinanceStore {
   topUp(topup: Topup, make: OrgRecordMaker): Promise<TopupResult>;
   /** The org's records in chain order. */
   records(orgId: string): Promise<StoredOrgRecord[]>;
+  /** The org's alert thresholds; null when there is no such org. */
+  thresholds(orgId: string): Promise<readonly number[] | null>;
+  /** False when there is no such org. */
+  setThresholds(orgId: string, thresholds: readonly number[]): Promise<boolean>;
+}
+
+/**
+ * The alert outbox (SPEC 8.16): the money path writes alerts in the transaction of the charge or
+ * refusal that raised them; the delivery loop drains them (AlertOutbox); the operator lists them.
+ */
+export interface AlertStore extends AlertOutbox {
+  /** Newest first, optionally of one org. */
+  list(filter: { orgId: string | null; limit: number }): Promise<AlertRecord[]>;
+  /**
+   * Frees the leases of attempts no process is running any more, so their alerts are sent again
+   * at once under their ids (SQLite: every lease, as one desk holds the data directory).
+   */
+  releaseLeases(): Promise<number>;
 }
 
 /** The `desk check` invariants, as the ledger sees them. */
@@ -260,6 +281,7 @@ export interface DeskLedger {
   readonly records: RecordStore;
   readonly sandbox: SandboxStore;
   readonly finance: FinanceStore;
+  readonly alerts: AlertStore;
   readonly check: LedgerCheck;
   /** Finishes background work and closes; nothing is lost that a method had answered. */
   close(): Promise<void>;

@@ -27,6 +27,8 @@ export type DeskKey = {
   /** The UTC hour `failCount` counts in (the failure limit, SPEC 8.3). */
   failHour: string;
   failCount: number;
+  /** Percentages of the budget whose crossing raises an alert (SPEC 8.16). */
+  alertThresholds: readonly number[];
 };
 
 /** A key as it is created: its secret is stored only as the lookup prefix and the hash. */
@@ -43,6 +45,8 @@ export type NewKey = {
   prices: Readonly<Record<string, number>>;
   expiresAt: number | null;
   now: number;
+  /** Default: DEFAULT_THRESHOLDS. */
+  alertThresholds?: readonly number[];
 };
 
 /** What an operator may change on a key (reset is fixed at creation). */
@@ -52,6 +56,7 @@ export type KeyPatch = {
   allow?: readonly string[];
   prices?: Readonly<Record<string, number>>;
   expiresAt?: number | null;
+  alertThresholds?: readonly number[];
 };
 
 /** What a key has spent in `period`: it keeps the spend of its latest period only. */
@@ -164,3 +169,27 @@ export type OrgBudget = {
 
 /** A signed budget record (`topup`, `budget_set`) as stored: `sha256` is what the next record's prev_sha256 holds. */
 export type StoredOrgRecord = { record: OrgRecord; sha256: string; envelope: string };
+
+export type AlertScope = "key" | "org";
+
+/** A budget alert in the outbox, with its delivery state. */
+export type AlertRecord = {
+  id: string;
+  scope: AlertScope;
+  /** The key or the org whose budget it is about. */
+  subjectId: string;
+  orgId: string;
+  keyId: string;
+  period: string;
+  thresholdPct: number;
+  budgetMc: number;
+  /** The exact bytes every attempt sends (canonical JSON of the event). */
+  body: string;
+  createdAt: number;
+  /** When the next attempt is due (while neither delivered nor given up). */
+  nextAt: number;
+  attempts: number;
+  lastError: string | null;
+  deliveredAt: number | null;
+  gaveUpAt: number | null;
+};

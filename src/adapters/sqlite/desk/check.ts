@@ -16,13 +16,16 @@ export class SqliteCheck implements LedgerCheck {
     const problems: string[] = [];
     const rows = db
       .query(
-        `SELECT s.key_id, s.period, s.spent_mc,
+        `SELECT s.key_id, s.period, s.spent_mc, s.charged_mc AS counted_charges,
            coalesce((SELECT sum(amount_mc) FROM receipts r WHERE r.key_id = s.key_id AND r.period = s.period AND r.outcome = 'charged'), 0) AS charged,
            coalesce((SELECT sum(price_mc) FROM reservations v WHERE v.key_id = s.key_id AND v.period = s.period AND v.state = 'open'), 0) AS open
          FROM spend s ORDER BY s.key_id, s.period`,
       )
-      .all() as { key_id: string; period: string; spent_mc: number; charged: number; open: number }[];
+      .all() as { key_id: string; period: string; spent_mc: number; counted_charges: number; charged: number; open: number }[];
     for (const r of rows) {
+      if (r.counted_charges !== r.charged) {
+        problems.push(`key ${printable(r.key_id)} period ${printable(r.period)}: ${r.counted_charges} mc counted as charged, but charges ${r.charged}`);
+      }
       if (r.spent_mc !== r.charged + r.open) {
         problems.push(
           `key ${printable(r.key_id)} period ${printable(r.period)}: spent ${r.spent_mc} mc, but charges ${r.charged} + open reservations ${r.open}`,
@@ -40,13 +43,17 @@ export class SqliteCheck implements LedgerCheck {
     // The same for organization budgets: what each org period spent is its charged and open reservations.
     const orgRows = db
       .query(
-        `SELECT s.org_id, s.period, s.spent_mc,
+        `SELECT s.org_id, s.period, s.spent_mc, s.charged_mc AS counted_charges,
+           coalesce((SELECT sum(price_mc) FROM reservations v WHERE v.org_id = s.org_id AND v.org_period = s.period AND v.outcome = 'charged'), 0) AS charged,
            coalesce((SELECT sum(price_mc) FROM reservations v WHERE v.org_id = s.org_id AND v.org_period = s.period
              AND (v.state = 'open' OR v.outcome = 'charged')), 0) AS counted
          FROM org_spend s ORDER BY s.org_id, s.period`,
       )
-      .all() as { org_id: string; period: string; spent_mc: number; counted: number }[];
+      .all() as { org_id: string; period: string; spent_mc: number; counted_charges: number; charged: number; counted: number }[];
     for (const r of orgRows) {
+      if (r.counted_charges !== r.charged) {
+        problems.push(`org ${printable(r.org_id)} period ${printable(r.period)}: ${r.counted_charges} mc counted as charged, but charges ${r.charged}`);
+      }
       if (r.spent_mc !== r.counted) {
         problems.push(`org ${printable(r.org_id)} period ${printable(r.period)}: spent ${r.spent_mc} mc, but charges and open reservations ${r.counted}`);
       }

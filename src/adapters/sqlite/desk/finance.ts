@@ -64,10 +64,11 @@ export class SqliteFinance implements FinanceStore {
       .query(
         `UPDATE reservations SET org_period = :period
          WHERE org_id = :org AND created_at >= :start AND (state = 'open' OR outcome = 'charged')
-         RETURNING price_mc`,
+         RETURNING price_mc, outcome`,
       )
-      .all({ org: change.orgId, period, start: periodStart(change.reset, change.now) }) as { price_mc: number }[];
+      .all({ org: change.orgId, period, start: periodStart(change.reset, change.now) }) as { price_mc: number; outcome: string | null }[];
     const spent = counted.reduce((sum, r) => sum + r.price_mc, 0);
+    const charged = counted.reduce((sum, r) => sum + (r.outcome === "charged" ? r.price_mc : 0), 0);
     // The throw rolls back the marks just written with the rest of the transaction.
     if (change.budgetMc !== null && change.budgetMc < spent) throw new OverBudget();
     db.query("INSERT INTO org_budgets (org_id, budget_mc, reset, period, spent_mc) VALUES (?, ?, ?, ?, ?)").run(
@@ -77,7 +78,7 @@ export class SqliteFinance implements FinanceStore {
       period,
       spent,
     );
-    db.query("INSERT INTO org_spend (org_id, period, spent_mc) VALUES (?, ?, ?)").run(change.orgId, period, spent);
+    db.query("INSERT INTO org_spend (org_id, period, spent_mc, charged_mc) VALUES (?, ?, ?, ?)").run(change.orgId, period, spent, charged);
     const record = this.append(change.orgId, change.now, make, {
       type: "budget_set",
       amount_mc: 0,
@@ -115,6 +116,15 @@ export class SqliteFinance implements FinanceStore {
   async records(orgId: string): Promise<StoredOrgRecord[]> {
     const rows = this.sql.db.query("SELECT sha256, envelope FROM org_records WHERE org_id = ? ORDER BY seq").all(orgId) as OrgRecordRow[];
     return rows.map(orgRecordOf);
+  }
+
+  async thresholds(orgId: string): Promise<readonly number[] | null> {
+    const row = this.sql.db.query("SELECT alert_thresholds FROM orgs WHERE id = ?").get(orgId) as { alert_thresholds: string } | null;
+    return row === null ? null : (JSON.parse(row.alert_thresholds) as number[]);
+  }
+
+  async setThresholds(orgId: string, thresholds: readonly number[]): Promise<boolean> {
+    return this.sql.db.query("UPDATE orgs SET alert_thresholds = ? WHERE id = ?").run(JSON.stringify(thresholds), orgId).changes === 1;
   }
 
   /** Signs and stores the org's next record, chained to its last; issued never before the last one. */

@@ -4,6 +4,7 @@
 import type { Database } from "bun:sqlite";
 import type { DeskLedger } from "../../../core/desk/ports.ts";
 import { openLedger } from "../database.ts";
+import { SqliteAlerts } from "./alerts.ts";
 import { SqliteCatalog } from "./catalog.ts";
 import { SqliteCheck } from "./check.ts";
 import { type CheckpointResult, Checkpointer } from "./checkpointer.ts";
@@ -36,6 +37,7 @@ export class SqliteDeskLedger implements DeskLedger {
   readonly records: SqliteRecords;
   readonly sandbox: SqliteSandbox;
   readonly finance: SqliteFinance;
+  readonly alerts: SqliteAlerts;
   readonly check: SqliteCheck;
   readonly #db: Database;
   readonly #commit: GroupCommit;
@@ -50,7 +52,8 @@ export class SqliteDeskLedger implements DeskLedger {
     });
     const sql = sqlOf(this.#db);
     this.#commit = new GroupCommit(sql);
-    this.money = new SqliteMoney(sql, this.#commit);
+    this.alerts = new SqliteAlerts(sql);
+    this.money = new SqliteMoney(sql, this.#commit, this.alerts);
     this.orgs = new SqliteOrgs(sql);
     this.keys = new SqliteKeys(sql);
     this.catalog = new SqliteCatalog(sql);

@@ -218,6 +218,48 @@ CREATE TRIGGER org_records_no_update BEFORE UPDATE ON org_records BEGIN SELECT R
 CREATE TRIGGER org_records_no_delete BEFORE DELETE ON org_records BEGIN SELECT RAISE(ABORT, 'budget records are append-only'); END;
 `;
 
+// Budget alerts (SPEC 8.16): the settled charges of each key and org period (what thresholds
+// are measured against; an open reservation may still be refunded), the thresholds of each key
+// and org, and the alert outbox: one row per (scope, subject, period, threshold, budget),
+// written in the transaction of the charge or refusal that raised it, whatever the concurrency.
+// A lease is its own column beside the next attempt, so a restarted desk (the only one on its
+// data directory) can free the leases of the process that died.
+const V7 = `
+ALTER TABLE spend ADD COLUMN charged_mc INTEGER NOT NULL DEFAULT 0 CHECK (charged_mc >= 0);
+UPDATE spend SET charged_mc = coalesce(
+  (SELECT sum(r.amount_mc) FROM receipts r WHERE r.key_id = spend.key_id AND r.period = spend.period AND r.outcome = 'charged'), 0);
+ALTER TABLE org_spend ADD COLUMN charged_mc INTEGER NOT NULL DEFAULT 0 CHECK (charged_mc >= 0);
+ALTER TABLE keys ADD COLUMN alert_thresholds TEXT NOT NULL DEFAULT '[80,100]';
+ALTER TABLE orgs ADD COLUMN alert_thresholds TEXT NOT NULL DEFAULT '[80,100]';
+
+CREATE TABLE alerts (
+  id TEXT PRIMARY KEY,
+  scope TEXT NOT NULL CHECK (scope IN ('key', 'org')),
+  subject_id TEXT NOT NULL,
+  org_id TEXT NOT NULL,
+  key_id TEXT NOT NULL,
+  period TEXT NOT NULL,
+  threshold_pct INTEGER NOT NULL CHECK (threshold_pct BETWEEN 1 AND 100),
+  budget_mc INTEGER NOT NULL,
+  body TEXT NOT NULL,
+  created_at INTEGER NOT NULL,
+  next_at INTEGER NOT NULL,
+  leased_until INTEGER,
+  attempts INTEGER NOT NULL DEFAULT 0,
+  last_error TEXT,
+  delivered_at INTEGER,
+  gave_up_at INTEGER,
+  UNIQUE (scope, subject_id, period, threshold_pct, budget_mc)
+) STRICT;
+CREATE INDEX alerts_due ON alerts(next_at) WHERE delivered_at IS NULL AND gave_up_at IS NULL;
+CREATE INDEX alerts_org ON alerts(org_id, created_at);
+-- What an alert says is fixed once written (its id is what receivers dedupe on): only its
+-- delivery state changes, and nothing deletes one.
+CREATE TRIGGER alerts_fixed BEFORE UPDATE OF id, scope, subject_id, org_id, key_id, period, threshold_pct, budget_mc, body, created_at ON alerts
+  BEGIN SELECT RAISE(ABORT, 'an alert is fixed once written'); END;
+CREATE TRIGGER alerts_no_delete BEFORE DELETE ON alerts BEGIN SELECT RAISE(ABORT, 'alerts are kept'); END;
+`;
+
 export const DESK_MIGRATIONS: readonly Migration[] = [
   { name: "desk ledger", sql: V1 },
   { name: "desk sandbox", sql: V2 },
@@ -225,4 +267,5 @@ export const DESK_MIGRATIONS: readonly Migration[] = [
   { name: "desk held results", sql: V4 },
   { name: "desk tool listing fields", sql: V5 },
   { name: "desk org budgets", sql: V6 },
+  { name: "desk budget alerts", sql: V7 },
 ];

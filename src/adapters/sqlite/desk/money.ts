@@ -18,6 +18,8 @@ import {
 } from "../../../core/desk/ports.ts";
 import { type HeldResult, spentIn } from "../../../core/desk/records.ts";
 import { newId } from "../../../core/desk/secrets.ts";
+import { alertsOf, type ScopeOutcome } from "../../../core/finance/alerts.ts";
+import type { SqliteAlerts } from "./alerts.ts";
 import { SPENT_IN_PERIOD, type Sql } from "./connection.ts";
 import type { GroupCommit } from "./group-commit.ts";
 import { orgPeriodAt, orgPeriods, orgSpentAt } from "./org-sql.ts";
@@ -30,6 +32,7 @@ export class SqliteMoney implements MoneyLedger {
   constructor(
     private readonly sql: Sql,
     private readonly commit: GroupCommit,
+    private readonly alerts: SqliteAlerts,
   ) {}
 
   /** A 429 is not counted as a failure: it reached nothing, and counting it would keep the key shut after its calls in flight succeed. */
@@ -125,8 +128,126 @@ export class SqliteMoney implements MoneyLedger {
       const call = recorded(ctx);
       const receipt = this.appendReceipt(call, make, outcome, 0, remainingMc, ctx.period);
       this.appendAudit(call, outcome, receipt.id);
-      return { kind: "no_room", receipt, remainingMc, short };
+      const refused = short === "key" ? this.keyRefusal(key, ctx, receipt.id) : this.orgRefusal(key.org_id, ctx, receipt.id);
+      const alerts = refused === null ? 0 : this.alerts.writeNow(alertsOf(refused, () => newId("alrt")));
+      return { kind: "no_room", receipt, remainingMc, short, alerts };
     });
+  }
+
+  /** The key's scope as a budget refusal saw it (in its period at the call; none when its clock stepped back). */
+  private keyRefusal(key: KeyRow, ctx: CallContext, receiptId: string): ScopeOutcome | null {
+    if (ctx.period < key.period) return null;
+    const charged = this.sql.db.query("SELECT charged_mc FROM spend WHERE key_id = ? AND period = ?").get(key.id, ctx.period) as { charged_mc: number } | null;
+    const chargedMc = charged?.charged_mc ?? 0;
+    return {
+      scope: "key",
+      subjectId: key.id,
+      orgId: key.org_id,
+      keyId: key.id,
+      period: ctx.period,
+      budgetMc: key.budget_mc,
+      thresholds: JSON.parse(key.alert_thresholds) as number[],
+      chargedBeforeMc: chargedMc,
+      chargedAfterMc: chargedMc,
+      cause: "refusal",
+      tool: ctx.tool,
+      receiptId,
+      at: ctx.now,
+    };
+  }
+
+  /** The org's scope as a refusal for want of its budget saw it (none when the org's period at `now` is behind its row's). */
+  private orgRefusal(orgId: string, ctx: CallContext, receiptId: string): ScopeOutcome | null {
+    const org = this.orgScope(orgId, ctx.now);
+    if (org === null || org.period < org.rowPeriod) return null;
+    return {
+      ...org.scope,
+      keyId: ctx.key.id,
+      chargedBeforeMc: org.chargedMc,
+      chargedAfterMc: org.chargedMc,
+      cause: "refusal",
+      tool: ctx.tool,
+      receiptId,
+      at: ctx.now,
+    };
+  }
+
+  /** The org's budget, thresholds and settled charges in its period at `now`; null without a budget row. */
+  private orgScope(orgId: string, now: number) {
+    const row = this.sql.db
+      .query(
+        `SELECT o.budget_mc, o.period AS row_period, ${orgPeriodAt("o.")} AS period, g.alert_thresholds,
+           coalesce((SELECT s.charged_mc FROM org_spend s WHERE s.org_id = o.org_id AND s.period = ${orgPeriodAt("o.")}), 0) AS charged
+         FROM org_budgets o JOIN orgs g ON g.id = o.org_id WHERE o.org_id = :org`,
+      )
+      .get({ org: orgId, ...orgPeriods(now) }) as {
+      budget_mc: number | null;
+      row_period: string;
+      period: string;
+      alert_thresholds: string;
+      charged: number;
+    } | null;
+    if (row === null) return null;
+    return {
+      period: row.period,
+      rowPeriod: row.row_period,
+      chargedMc: row.charged,
+      scope: {
+        scope: "org" as const,
+        subjectId: orgId,
+        orgId,
+        period: row.period,
+        budgetMc: row.budget_mc,
+        thresholds: JSON.parse(row.alert_thresholds) as number[],
+      },
+    };
+  }
+
+  /**
+   * A charge counts in the settled charges of the key's period and the org's, and raises the
+   * alerts of every threshold it crossed in either, in the charge's own transaction.
+   */
+  private chargeAlerts(res: ReservationRow, key: KeyRow, receiptId: string, now: number): number {
+    const db = this.sql.db;
+    const outcomes: ScopeOutcome[] = [];
+    const k = db
+      .query("UPDATE spend SET charged_mc = charged_mc + ? WHERE key_id = ? AND period = ? RETURNING charged_mc")
+      .get(res.price_mc, res.key_id, res.period) as {
+      charged_mc: number;
+    };
+    const common = { keyId: res.key_id, orgId: key.org_id, cause: "charge" as const, tool: res.tool, receiptId, at: now };
+    outcomes.push({
+      ...common,
+      scope: "key",
+      subjectId: res.key_id,
+      period: res.period,
+      budgetMc: key.budget_mc,
+      thresholds: JSON.parse(key.alert_thresholds) as number[],
+      chargedBeforeMc: k.charged_mc - res.price_mc,
+      chargedAfterMc: k.charged_mc,
+    });
+    if (res.org_period !== null) {
+      const o = db
+        .query("UPDATE org_spend SET charged_mc = charged_mc + ? WHERE org_id = ? AND period = ? RETURNING charged_mc")
+        .get(res.price_mc, res.org_id, res.org_period) as { charged_mc: number };
+      const org = db.query("SELECT o.budget_mc, g.alert_thresholds FROM org_budgets o JOIN orgs g ON g.id = o.org_id WHERE o.org_id = ?").get(res.org_id) as {
+        budget_mc: number | null;
+        alert_thresholds: string;
+      };
+      outcomes.push({
+        ...common,
+        scope: "org",
+        subjectId: res.org_id,
+        period: res.org_period,
+        budgetMc: org.budget_mc,
+        thresholds: JSON.parse(org.alert_thresholds) as number[],
+        chargedBeforeMc: o.charged_mc - res.price_mc,
+        chargedAfterMc: o.charged_mc,
+      });
+    }
+    let written = 0;
+    for (const outcome of outcomes) written += this.alerts.writeNow(alertsOf(outcome, () => newId("alrt")));
+    return written;
   }
 
   /**
@@ -208,7 +329,8 @@ export class SqliteMoney implements MoneyLedger {
       };
       const receipt = this.appendReceipt(call, make, outcome, charged ? res.price_mc : 0, remainingMc, res.period, resultSha256, receiptId);
       this.appendAudit(call, outcome, receipt.id);
-      return { kind: "settled", receipt, remainingMc };
+      const alerts = charged ? this.chargeAlerts(res, key, receipt.id, now) : 0;
+      return { kind: "settled", receipt, remainingMc, alerts };
     });
   }
 

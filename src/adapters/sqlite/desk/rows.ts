@@ -3,6 +3,8 @@
 import type { PlainOutcome, ReceiptOutcome, SettleOutcome } from "../../../core/desk/outcomes.ts";
 import type { Reset } from "../../../core/desk/period.ts";
 import type {
+  AlertRecord,
+  AlertScope,
   AuditEntry,
   DeskKey,
   Org,
@@ -61,6 +63,8 @@ export type KeyRow = {
   created_at: number;
   fail_hour: string;
   fail_count: number;
+  /** JSON array of percentages. */
+  alert_thresholds: string;
 };
 
 export type ReceiptRow = {
@@ -123,6 +127,25 @@ export type OrgRecordRow = {
   envelope: string;
 };
 
+export type AlertRow = {
+  id: string;
+  scope: AlertScope;
+  subject_id: string;
+  org_id: string;
+  key_id: string;
+  period: string;
+  threshold_pct: number;
+  budget_mc: number;
+  body: string;
+  created_at: number;
+  next_at: number;
+  leased_until: number | null;
+  attempts: number;
+  last_error: string | null;
+  delivered_at: number | null;
+  gave_up_at: number | null;
+};
+
 export type SigningKeyRow = { kid: string; public_jwk: string; created_at: number; retired_at: number | null };
 
 /** Characters of JSON text kept parsed at most; past it the cache starts over. */
@@ -167,6 +190,7 @@ export function keyOf(r: KeyRow): DeskKey {
     createdAt: r.created_at,
     failHour: r.fail_hour,
     failCount: r.fail_count,
+    alertThresholds: parsedOnce<readonly number[]>(r.alert_thresholds),
   };
 }
 
@@ -175,6 +199,24 @@ export const orgBudgetOf = (r: OrgBudgetRow): OrgBudget => ({ budgetMc: r.budget
 export function orgRecordOf(r: Pick<OrgRecordRow, "sha256" | "envelope">): StoredOrgRecord {
   return { record: (JSON.parse(r.envelope) as OrgRecordEnvelope).record, sha256: r.sha256, envelope: r.envelope };
 }
+
+export const alertOf = (r: AlertRow): AlertRecord => ({
+  id: r.id,
+  scope: r.scope,
+  subjectId: r.subject_id,
+  orgId: r.org_id,
+  keyId: r.key_id,
+  period: r.period,
+  thresholdPct: r.threshold_pct,
+  budgetMc: r.budget_mc,
+  body: r.body,
+  createdAt: r.created_at,
+  nextAt: r.next_at,
+  attempts: r.attempts,
+  lastError: r.last_error,
+  deliveredAt: r.delivered_at,
+  gaveUpAt: r.gave_up_at,
+});
 
 export function upstreamOf(r: UpstreamRow): UpstreamRecord {
   return {
