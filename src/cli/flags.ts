@@ -171,6 +171,12 @@ export const VERIFY_RECEIPT_FLAGS = [
     help: "an export of receipt envelopes or of decision records, one per line: checks every signature and readable copy, and the chains (seq and prev_sha256)",
   },
   { name: "--approver-keys", value: "PATH", help: "the approver's JWKS (approver --print-decision-keys), for receipts that carry the person's decision" },
+  {
+    name: "--receipts",
+    value: "PATH",
+    help: "with a statement: the org's receipts export (GET /admin/receipts?org_id=), from which every figure is recomputed",
+  },
+  { name: "--records", value: "PATH", help: "with a statement: budget records you hold (a top-up's answer), one per line; each must be in the statement" },
 ] as const satisfies readonly Flag[];
 
 /** `--max-pending` → `maxPending`, the key commander gives the flag's value. */

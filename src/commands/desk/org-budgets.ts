@@ -23,6 +23,19 @@ export function orgBudgetRoutes(desk: Desk): Route<RequestExtra>[] {
     { method: "PATCH", path: "/admin/orgs/:id", handle: async (req, p) => patchOrg(desk, p.id!, await body(req)) },
     { method: "POST", path: "/admin/orgs/:id/topups", handle: async (req, p) => addTopup(desk, p.id!, await body(req)) },
     { method: "GET", path: "/admin/orgs/:id/records", handle: async (_req, p) => records(desk, p.id!) },
+    {
+      method: "GET",
+      path: "/admin/statements",
+      handle: async (_req, _p, x) => {
+        const orgId = x.query.get("org_id");
+        const period = x.query.get("period");
+        if (orgId === null) fail("FIELD_MISSING", { field: "org_id" });
+        if (period === null) fail("FIELD_MISSING", { field: "period" });
+        return Response.json(await desk.statement(orgId, period), {
+          headers: { "content-disposition": `attachment; filename="statement-${orgId}-${period}.json"` },
+        });
+      },
+    },
   ];
 }
 

@@ -8,6 +8,8 @@ import { allowedTools, clear, validKey } from "./clearing.ts";
 import type { DeskContext } from "./context.ts";
 import * as keys from "./keys.ts";
 import * as orgBudgets from "./org-budgets.ts";
+import * as statements from "./statements.ts";
+import type { StatementEnvelope } from "../finance/statement.ts";
 import { DEFAULT_UPSTREAM_TIMEOUT_MS } from "./limits.ts";
 import type { ClearingOutcome } from "./outcomes.ts";
 import type { Clock, DeskLedger, Log, ReceiptMaker, SigningKeyStore, UpstreamConnectors } from "./ports.ts";
@@ -195,6 +197,11 @@ export class Desk {
   /** The alert outbox, newest first (optionally of one org). */
   alerts(filter: { orgId: string | null; limit: number }): Promise<AlertRecord[]> {
     return this.#d.ledger.alerts.list(filter);
+  }
+
+  /** The org's signed statement for a month or a UTC day (statements.ts). */
+  statement(orgId: string, period: string): Promise<StatementEnvelope> {
+    return statements.statement(this.#d, orgId, period);
   }
 
   orgRecords(orgId: string): Promise<StoredOrgRecord[]> {

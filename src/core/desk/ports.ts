@@ -4,6 +4,7 @@
 // the same tests. Every ledger method is async, so an adapter may be a network database.
 import type { AlertOutbox } from "../finance/alert-outbox.ts";
 import type { OrgRecordFields } from "../finance/org-records.ts";
+import type { StatementReceipt, StatementRecord } from "../finance/statement.ts";
 import type { ReceiptJwk } from "../receipt/index.ts";
 import type { CallOutcome, UpstreamTool } from "../upstream/outcome.ts";
 import type { PlainOutcome, ReceiptOutcome, SettleOutcome } from "./outcomes.ts";
@@ -84,8 +85,12 @@ export type ReceiptFacts = {
   issuedAt: number;
 };
 
-/** A signed receipt, ready to store: `sha256` is what the next receipt's prev_sha256 holds. */
-export type StoredReceipt = { id: string; kid: string; sha256: string; envelope: string };
+/**
+ * A signed receipt, ready to store: `sha256` is what the next receipt's prev_sha256 holds;
+ * `issuedAt` the time it carries, taken when it was signed inside the transaction that stores
+ * it (so a statement made in a later transaction sees every receipt issued before it).
+ */
+export type StoredReceipt = { id: string; kid: string; sha256: string; envelope: string; issuedAt: number };
 
 /**
  * Signs a receipt from its facts. The ledger calls it inside the transaction that stores the
@@ -231,6 +236,9 @@ export type TopupResult =
   /** The budget would pass 2^53 - 1 mc. */
   | { kind: "too_large" };
 
+/** What a statement is computed from, read in one transaction; `issuedAt` taken inside it. */
+export type StatementData = { issuedAt: number; records: StatementRecord[]; receipts: StatementReceipt[] };
+
 /** Organization budgets and their signed records (top-ups, budget changes). */
 export interface FinanceStore {
   /** The org's budget; null when it never had one (unlimited, nothing counted) or there is no such org. */
@@ -244,6 +252,12 @@ export interface FinanceStore {
   topUp(topup: Topup, make: OrgRecordMaker): Promise<TopupResult>;
   /** The org's records in chain order. */
   records(orgId: string): Promise<StoredOrgRecord[]>;
+  /**
+   * The org's records, and its receipts issued before `issuedAt`, read in one transaction that
+   * takes `issuedAt` from `clock` once it holds the ledger: every receipt issued before that
+   * moment is committed and among them.
+   */
+  statementData(orgId: string, clock: Clock): Promise<StatementData>;
   /** The org's alert thresholds; null when there is no such org. */
   thresholds(orgId: string): Promise<readonly number[] | null>;
   /** False when there is no such org. */

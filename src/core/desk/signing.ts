@@ -2,6 +2,7 @@
 // A new key is kept (SigningKeyStore) and published in the ledger before anything is signed
 // with it; a retired key stays in the set, so every receipt ever issued still verifies.
 import { signOrgRecord } from "../finance/org-records.ts";
+import { type StatementEnvelope, type StatementFields, signStatement } from "../finance/statement.ts";
 import { type Envelope, generateSigningKey, type Jwks, jwksOf, loadSigner, type ReceiptSigner, sha256Hex } from "../receipt/index.ts";
 import type { Clock, OrgRecordMaker, ReceiptMaker, RecordStore, SigningKeyStore } from "./ports.ts";
 import { receiptMakerFor } from "./receipt-maker.ts";
@@ -29,9 +30,13 @@ export class Signing {
    */
   receiptMaker(): { make: ReceiptMaker; last: () => Envelope | null } {
     let signed: Envelope | null = null;
-    const make = receiptMakerFor(this.signer, (envelope) => {
-      signed = envelope;
-    });
+    const make = receiptMakerFor(
+      this.signer,
+      (envelope) => {
+        signed = envelope;
+      },
+      this.now,
+    );
     return { make, last: () => signed };
   }
 
@@ -42,6 +47,11 @@ export class Signing {
       const envelope = signOrgRecord(signer, fields);
       return { record: envelope.record, sha256: sha256Hex(Buffer.from(envelope.payload, "base64url")), envelope: JSON.stringify(envelope) };
     };
+  }
+
+  /** Signs a statement's figures with the current key. */
+  statement(fields: StatementFields): StatementEnvelope {
+    return signStatement(this.signer, fields);
   }
 
   /** Switches to a new key; the old one stays in the key set as retired. */

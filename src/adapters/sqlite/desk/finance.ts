@@ -3,10 +3,11 @@
 // the migration) and the top-up's reference (unique per org) commit together or not at all.
 // The money path (money.ts) reads and writes the same rows inside its own transactions.
 import { periodOf, type Reset } from "../../../core/desk/period.ts";
-import type { BudgetChange, BudgetChangeResult, FinanceStore, OrgRecordMaker, Topup, TopupResult } from "../../../core/desk/ports.ts";
+import type { BudgetChange, BudgetChangeResult, Clock, FinanceStore, OrgRecordMaker, StatementData, Topup, TopupResult } from "../../../core/desk/ports.ts";
 import type { OrgBudget, StoredOrgRecord } from "../../../core/desk/records.ts";
 import { newId } from "../../../core/desk/secrets.ts";
-import type { OrgRecordFields } from "../../../core/finance/org-records.ts";
+import type { OrgRecordEnvelope, OrgRecordFields } from "../../../core/finance/org-records.ts";
+import type { Receipt } from "../../../core/receipt/types.ts";
 import type { Sql } from "./connection.ts";
 import { orgPeriods, orgSpentAt } from "./org-sql.ts";
 import { type OrgBudgetRow, type OrgRecordRow, orgBudgetOf, orgRecordOf } from "./rows.ts";
@@ -116,6 +117,25 @@ export class SqliteFinance implements FinanceStore {
   async records(orgId: string): Promise<StoredOrgRecord[]> {
     const rows = this.sql.db.query("SELECT sha256, envelope FROM org_records WHERE org_id = ? ORDER BY seq").all(orgId) as OrgRecordRow[];
     return rows.map(orgRecordOf);
+  }
+
+  async statementData(orgId: string, clock: Clock): Promise<StatementData> {
+    return this.sql.immediate((): StatementData => {
+      // Taken while this transaction holds the ledger: every receipt signed before it is committed.
+      const issuedAt = clock();
+      const db = this.sql.db;
+      const records = (db.query("SELECT envelope FROM org_records WHERE org_id = ? ORDER BY seq").all(orgId) as { envelope: string }[]).map((r) => {
+        const envelope = JSON.parse(r.envelope) as OrgRecordEnvelope;
+        return { envelope, record: envelope.record };
+      });
+      const receipts = (
+        db.query("SELECT sha256, envelope FROM receipts WHERE org_id = ? AND issued_at < ? ORDER BY key_id, seq").all(orgId, issuedAt) as {
+          sha256: string;
+          envelope: string;
+        }[]
+      ).map((r) => ({ receipt: (JSON.parse(r.envelope) as { receipt: Receipt }).receipt, payloadSha256: r.sha256 }));
+      return { issuedAt, records, receipts };
+    });
   }
 
   async thresholds(orgId: string): Promise<readonly number[] | null> {

@@ -440,7 +440,7 @@ export class SqliteMoney implements MoneyLedger {
         `INSERT INTO receipts (id, org_id, key_id, seq, issued_at, tool, outcome, period, amount_mc, kid, sha256, envelope)
          VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
       )
-      .run(receipt.id, orgId, keyId, seq, ctx.now, ctx.tool, outcome, period, amountMc, receipt.kid, receipt.sha256, receipt.envelope);
+      .run(receipt.id, orgId, keyId, seq, receipt.issuedAt, ctx.tool, outcome, period, amountMc, receipt.kid, receipt.sha256, receipt.envelope);
     return receipt;
   }
 }
