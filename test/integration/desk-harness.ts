@@ -8,6 +8,8 @@ import { importSealingKey } from "../../src/core/desk/seal.ts";
 import { sha256 } from "../../src/core/desk/secrets.ts";
 import { SqliteDeskLedger } from "../../src/adapters/sqlite/desk/ledger.ts";
 import { mcpConnector } from "../../src/adapters/mcp-upstream/connector.ts";
+import { restConnector } from "../../src/adapters/rest-upstream/connector.ts";
+import { openCredential } from "../../src/adapters/upstream-auth/open.ts";
 import { generateSigningKey, loadSigner } from "../../src/core/receipt/index.ts";
 import { tempDir } from "../helpers/tmp.ts";
 
@@ -47,7 +49,8 @@ export async function makeDesk(options: { now?: () => number; upstreamTimeoutMs?
   const logs: string[] = [];
   const desk = await Desk.open({
     ledger,
-    connectors: { mcp: mcpConnector },
+    connectors: { mcp: mcpConnector, rest: restConnector },
+    openCredential,
     signer: loadSigner(generateSigningKey().privatePem),
     sealingKey: await importSealingKey(crypto.getRandomValues(new Uint8Array(32))),
     now: options.now,
