@@ -285,6 +285,8 @@ export type CredentialOpener = (options: {
   store: CredentialStore;
   sealingKey: SealingKey;
   timeoutMs: number;
+  /** The desk's clock, which a cached token's expiry is read against. */
+  now: Clock;
 }) => Promise<Credential>;
 
 // --- signing keys ----------------------------------------------------------------------------

@@ -206,7 +206,7 @@ export class UpstreamRegistry {
   }
 
   private openCredentialWith(name: string, settings: AuthSettings | null, store: CredentialStore): Promise<Credential> {
-    return this.o.openCredential({ upstream: name, settings, store, sealingKey: this.o.sealingKey, timeoutMs: this.o.timeoutMs });
+    return this.o.openCredential({ upstream: name, settings, store, sealingKey: this.o.sealingKey, timeoutMs: this.o.timeoutMs, now: this.o.now });
   }
 
   /**
