@@ -274,6 +274,49 @@ describe("MCP upstreams with credentials", () => {
   });
 });
 
+describe("a 401 to a token the upstream no longer takes", () => {
+  test("MCP: the call is retried once with a fresh token and charged; a second 401 is UPSTREAM_AUTH_FAILED", async () => {
+    const c = server.clients.post;
+    /** Tokens the upstream stops taking (as after a revocation on its side), and what it was shown. */
+    const refusedTokens = new Set<string>();
+    let refuseAll = false;
+    const presented: string[] = [];
+    await using mcp = startUpstreamFixture({
+      authorize: async (req) => {
+        const token = bearerOf(req);
+        if (token === undefined) return false;
+        presented.push(token);
+        if (refuseAll || refusedTokens.has(token)) return false;
+        return (await introspect(server.issuer, server.clients.resource, token)).active === true;
+      },
+    });
+    await register(
+      {
+        name: "mcpr",
+        url: mcp.url,
+        auth: { type: "oauth2_client_credentials", token_url: server.tokenUrl, client_id: c.id, client_secret: c.secret, client_auth: "post" },
+      },
+      ["mcpr__echo"],
+    );
+    const k = await t.makeKey({ budget_mc: 100_000, reset: "none", allow: ["mcpr__echo"] });
+    expect((await call(k.secret, "mcpr__echo", { text: "a" })).outcome).toBe("charged");
+    const first = presented.at(-1)!;
+    refusedTokens.add(first);
+    const before = await tokenRequests();
+    expect((await call(k.secret, "mcpr__echo", { text: "b" })).outcome).toBe("charged");
+    // One new token, and the call went through with it after one 401.
+    expect((await tokenRequests()) - before).toBe(1);
+    expect(presented.at(-1)).not.toBe(first);
+    for (const p of presented) secrets.add(p);
+
+    refuseAll = true;
+    const r = await call(k.secret, "mcpr__echo", { text: "c" });
+    expect({ status: r.status, error: r.json.error }).toEqual({ status: 502, error: "UPSTREAM_AUTH_FAILED" });
+    expect((await tokenRequests()) - before).toBe(2);
+    for (const p of presented) secrets.add(p);
+  });
+});
+
 describe("no secret where none may be", () => {
   test("not in the database files, any answer or any log line", async () => {
     for (const token of api.tokens) secrets.add(token);
