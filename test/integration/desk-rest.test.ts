@@ -377,6 +377,34 @@ describe("calling a REST tool", () => {
     }
   });
 
+  test("query and basic credentials reach the API as written, and never an answer or the listing", async () => {
+    await using t2 = await makeDesk();
+    const key = "qk-SECRET-0f9e8d";
+    const password = "pw-SECRET-7a6b5c";
+    for (const [name, auth] of [
+      ["byquery", { type: "query", name: "api_key", value: key }],
+      ["bybasic", { type: "basic", username: "desk", password }],
+    ] as const) {
+      const r = await t2.admin("POST", "/admin/upstreams", { name, base_url: fixture.url, openapi: REST_DOCUMENT, auth });
+      expect(r.status).toBe(201);
+      expect(await r.text()).not.toContain(auth.type === "query" ? key : password);
+      expect((await t2.admin("PUT", `/admin/tools/${name}__search`, { price_mc: 1, upstream_cost_mc: 0 })).status).toBe(200);
+    }
+    const k = await t2.makeKey({ budget_mc: 100, reset: "none", allow: ["byquery__search", "bybasic__search"] });
+    const q = await reaching(() => t2.call(k.secret, "byquery__search", { q: "x" }));
+    expect(q.seen.map((s) => s.target)).toEqual([`/search?q=x&api_key=${key}`]);
+    expect(await q.out.text()).not.toContain(key);
+    const b = await reaching(() => t2.call(k.secret, "bybasic__search", { q: "y" }));
+    expect(b.seen.map((s) => s.headers.get("authorization"))).toEqual([`Basic ${btoa(`desk:${password}`)}`]);
+    const listed = await (await t2.admin("GET", "/admin/upstreams")).text();
+    expect(listed).not.toContain(key);
+    expect(listed).not.toContain(password);
+    expect(JSON.parse(listed)).toEqual([
+      expect.objectContaining({ name: "bybasic", auth: { type: "basic", state: "ok" } }),
+      expect.objectContaining({ name: "byquery", auth: { type: "query", name: "api_key", state: "ok" } }),
+    ]);
+  });
+
   test("over MCP: listed with its schemas; a call answers structuredContent with the text copy and a receipt that verifies", async () => {
     const k = await key();
     await using served: ServedDesk = serveDesk(t);
