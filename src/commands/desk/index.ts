@@ -4,7 +4,9 @@
 import { existsSync } from "node:fs";
 import { serveHardened } from "../../adapters/bun/serve.ts";
 import { mcpConnector } from "../../adapters/mcp-upstream/connector.ts";
+import { restConnector } from "../../adapters/rest-upstream/connector.ts";
 import type { SqliteDeskLedger } from "../../adapters/sqlite/desk/ledger.ts";
+import { openCredential } from "../../adapters/upstream-auth/open.ts";
 import { DESK_FLAGS, flagOf } from "../../cli/flags.ts";
 import { failure, info, type Streams } from "../../cli/voice.ts";
 import { importSealingKey } from "../../core/desk/seal.ts";
@@ -15,6 +17,7 @@ import { checkLedger } from "../../core/desk/check.ts";
 import { Desk } from "../../core/desk/desk.ts";
 import { ABANDON_MARGIN_MS } from "../../core/desk/limits.ts";
 import { SealedHeadersError } from "../../core/desk/registry.ts";
+import { SealedFieldError } from "../../core/upstream/credential-store.ts";
 import { consoleRoutes } from "./console.ts";
 import { dataDirPaths, lockDataDir, openDeskLedger, prepareDataDir, readSecret, replaceSecretFile } from "./data-dir.ts";
 import { AlertDelivery } from "../../adapters/webhooks/alert-delivery.ts";
@@ -166,7 +169,8 @@ async function startDesk(
   try {
     desk = await Desk.open({
       ledger,
-      connectors: { mcp: mcpConnector },
+      connectors: { mcp: mcpConnector, rest: restConnector },
+      openCredential,
       signer,
       sealingKey,
       upstreamTimeoutMs: timeoutMs,
@@ -177,7 +181,9 @@ async function startDesk(
     });
   } catch (err) {
     await ledger.close();
-    if (err instanceof SealedHeadersError) throw failure(err.message, `${paths.sealingKey} must be the key they were sealed with`);
+    if (err instanceof SealedHeadersError || err instanceof SealedFieldError) {
+      throw failure(err.message, `${paths.sealingKey} must be the key they were sealed with`);
+    }
     throw err;
   }
   if (created.length > 0) log(`created ${created.join(", ")} in ${paths.path}`);

@@ -9,6 +9,7 @@ import { SqliteCatalog } from "./catalog.ts";
 import { SqliteCheck } from "./check.ts";
 import { type CheckpointResult, Checkpointer } from "./checkpointer.ts";
 import { sqlOf } from "./connection.ts";
+import { SqliteCredentials } from "./credentials.ts";
 import { GroupCommit } from "./group-commit.ts";
 import { SqliteFinance } from "./finance.ts";
 import { SqliteKeys, SqliteOrgs } from "./keys.ts";
@@ -38,6 +39,7 @@ export class SqliteDeskLedger implements DeskLedger {
   readonly sandbox: SqliteSandbox;
   readonly finance: SqliteFinance;
   readonly alerts: SqliteAlerts;
+  readonly credentials: SqliteCredentials;
   readonly check: SqliteCheck;
   readonly #db: Database;
   readonly #commit: GroupCommit;
@@ -60,6 +62,7 @@ export class SqliteDeskLedger implements DeskLedger {
     this.records = new SqliteRecords(sql);
     this.sandbox = new SqliteSandbox(sql, this.orgs, this.keys);
     this.finance = new SqliteFinance(sql);
+    this.credentials = new SqliteCredentials(sql);
     this.check = new SqliteCheck(sql);
     this.#checkpointer =
       options.backgroundCheckpointMs !== undefined && path !== ":memory:" ? new Checkpointer(this.#db, path, options.backgroundCheckpointMs) : null;

@@ -177,11 +177,31 @@ const V5 = `
 ALTER TABLE tools ADD COLUMN listing TEXT NOT NULL DEFAULT '{}';
 `;
 
+// REST upstreams and upstream credentials. An upstream has a kind; a REST one keeps where its
+// OpenAPI document comes from (its URL, or the document itself, read again at refresh), and each
+// of its tools the operation its requests are built from. A credential's settings (its type,
+// token URL, client id: never a secret) sit on the upstream; its secrets and tokens are sealed
+// fields, one row each, written and deleted field by field.
+const V6 = `
+ALTER TABLE upstreams ADD COLUMN kind TEXT NOT NULL DEFAULT 'mcp' CHECK (kind IN ('mcp', 'rest'));
+ALTER TABLE upstreams ADD COLUMN auth TEXT;
+ALTER TABLE upstreams ADD COLUMN openapi_url TEXT;
+ALTER TABLE upstreams ADD COLUMN openapi TEXT;
+ALTER TABLE tools ADD COLUMN operation TEXT;
+
+CREATE TABLE upstream_credentials (
+  upstream TEXT NOT NULL REFERENCES upstreams(name),
+  field TEXT NOT NULL,
+  sealed TEXT NOT NULL,
+  PRIMARY KEY (upstream, field)
+) STRICT, WITHOUT ROWID;
+`;
+
 // Organization budgets (SPEC 8.15): the org's spend in its latest period beside its budget
 // (under the same CHECK as a key's), the spend of every period kept so a refund goes back to the
 // period it was reserved from, the org period each reservation drew on, and the signed budget
 // records of each org (append-only, one chain per org, each top-up reference once).
-const V6 = `
+const V7 = `
 CREATE TABLE org_budgets (
   org_id TEXT PRIMARY KEY REFERENCES orgs(id),
   budget_mc INTEGER CHECK (budget_mc IS NULL OR budget_mc >= 0),
@@ -224,7 +244,7 @@ CREATE TRIGGER org_records_no_delete BEFORE DELETE ON org_records BEGIN SELECT R
 // written in the transaction of the charge or refusal that raised it, whatever the concurrency.
 // A lease is its own column beside the next attempt, so a restarted desk (the only one on its
 // data directory) can free the leases of the process that died.
-const V7 = `
+const V8 = `
 ALTER TABLE spend ADD COLUMN charged_mc INTEGER NOT NULL DEFAULT 0 CHECK (charged_mc >= 0);
 UPDATE spend SET charged_mc = coalesce(
   (SELECT sum(r.amount_mc) FROM receipts r WHERE r.key_id = spend.key_id AND r.period = spend.period AND r.outcome = 'charged'), 0);
@@ -266,6 +286,7 @@ export const DESK_MIGRATIONS: readonly Migration[] = [
   { name: "desk sandbox daily cap", sql: V3 },
   { name: "desk held results", sql: V4 },
   { name: "desk tool listing fields", sql: V5 },
-  { name: "desk org budgets", sql: V6 },
-  { name: "desk budget alerts", sql: V7 },
+  { name: "desk rest upstreams and credentials", sql: V6 },
+  { name: "desk org budgets", sql: V7 },
+  { name: "desk budget alerts", sql: V8 },
 ];
