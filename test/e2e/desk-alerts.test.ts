@@ -1,6 +1,6 @@
 // Budget alerts from the compiled desk to a real receiver, across a `kill -9`: an attempt cut by
 // the kill is sent again by the restarted desk under the same webhook-id, and once delivered an
-// alert is never sent again (SPEC 8.16).
+// alert is never sent again (SPEC 8.17).
 import { describe, expect, test } from "bun:test";
 import { writeFileSync } from "node:fs";
 import { join } from "node:path";

@@ -1,4 +1,4 @@
-// An organization's signed statement (SPEC 8.17), made by the desk over real calls, top-ups and a
+// An organization's signed statement (SPEC 8.18), made by the desk over real calls, top-ups and a
 // budget change, and checked by the compiled `verify-receipt` from the receipts export alone:
 // every figure recomputed; a receipt left out of the export, a figure the desk signed wrongly,
 // and a tampered payload each fail, naming what differs.

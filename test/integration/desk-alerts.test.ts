@@ -1,4 +1,4 @@
-// Budget alerts through the desk (SPEC 8.16): a charge that crosses a threshold writes its alert
+// Budget alerts through the desk (SPEC 8.17): a charge that crosses a threshold writes its alert
 // in its own transaction, once per threshold, period and budget whatever the concurrency; the
 // outbox in the SQLite ledger passes the AlertOutbox contract; the delivery loop sends each alert
 // in the Standard Webhooks format under one id until the receiver takes it.

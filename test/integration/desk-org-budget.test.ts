@@ -1,4 +1,4 @@
-// Organization budgets (SPEC 8.15) through the fetch handler against a real upstream: every key
+// Organization budgets (SPEC 8.16) through the fetch handler against a real upstream: every key
 // of an org draws on the org's budget as well as its own, checked in the one reservation
 // statement, so no interleaving of calls across the org's keys passes either; refunds go back to
 // the key's and the org's own periods; each change of the budget is a signed record in the org's

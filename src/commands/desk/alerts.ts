@@ -1,4 +1,4 @@
-// GET /admin/alerts: the budget alert outbox with each alert's delivery state (SPEC 8.16).
+// GET /admin/alerts: the budget alert outbox with each alert's delivery state (SPEC 8.17).
 import type { Desk } from "../../core/desk/desk.ts";
 import type { AlertRecord } from "../../core/desk/records.ts";
 import type { AlertView } from "../../core/desk/wire.ts";

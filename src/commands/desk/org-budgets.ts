@@ -1,4 +1,4 @@
-// The operator API of organization budgets (SPEC 8.15): an org with its budget, setting it,
+// The operator API of organization budgets (SPEC 8.16): an org with its budget, setting it,
 // top-ups, and the org's signed budget records.
 import type { Desk } from "../../core/desk/desk.ts";
 import type { OrgBudgetNow } from "../../core/desk/org-budgets.ts";

@@ -1,4 +1,4 @@
-// Organization budgets as the operator manages them (SPEC 8.15): every key of an org draws on the
+// Organization budgets as the operator manages them (SPEC 8.16): every key of an org draws on the
 // org's budget as well as its own. Each change of the budget (setting it, a top-up) is a signed
 // record in the org's chain, written in the transaction that changes it.
 import { WireError } from "../errors.ts";

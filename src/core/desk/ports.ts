@@ -271,7 +271,7 @@ export interface FinanceStore {
 }
 
 /**
- * The alert outbox (SPEC 8.16): the money path writes alerts in the transaction of the charge or
+ * The alert outbox (SPEC 8.17): the money path writes alerts in the transaction of the charge or
  * refusal that raised them; the delivery loop drains them (AlertOutbox); the operator lists them.
  */
 export interface AlertStore extends AlertOutbox {

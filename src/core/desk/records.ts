@@ -29,7 +29,7 @@ export type DeskKey = {
   /** The UTC hour `failCount` counts in (the failure limit, SPEC 8.3). */
   failHour: string;
   failCount: number;
-  /** Percentages of the budget whose crossing raises an alert (SPEC 8.16). */
+  /** Percentages of the budget whose crossing raises an alert (SPEC 8.17). */
   alertThresholds: readonly number[];
 };
 

@@ -1,4 +1,4 @@
-// An organization's signed statement for a month or a UTC day (SPEC 8.17): computed by the one
+// An organization's signed statement for a month or a UTC day (SPEC 8.18): computed by the one
 // function the verifier also runs (core/finance/statement.ts) over the org's budget records and
 // receipts, read in one transaction, and signed with the receipt key.
 import { WireError } from "../errors.ts";

@@ -12,7 +12,7 @@ export type CreatedOrgView = { org_id: string; name: string };
 /** An org budget in its current period; `budget_mc` and `remaining_mc` null are unlimited. */
 export type OrgBudgetView = { budget_mc: number | null; reset: "none" | "daily" | "monthly"; period: string; spent_mc: number; remaining_mc: number | null };
 
-/** A budget alert and its delivery state (SPEC 8.16); `event` is the body every attempt sends. */
+/** A budget alert and its delivery state (SPEC 8.17); `event` is the body every attempt sends. */
 export type AlertView = {
   alert_id: string;
   scope: "key" | "org";

@@ -197,7 +197,7 @@ CREATE TABLE upstream_credentials (
 ) STRICT, WITHOUT ROWID;
 `;
 
-// Organization budgets (SPEC 8.15): the org's spend in its latest period beside its budget
+// Organization budgets (SPEC 8.16): the org's spend in its latest period beside its budget
 // (under the same CHECK as a key's), the spend of every period kept so a refund goes back to the
 // period it was reserved from, the org period each reservation drew on, and the signed budget
 // records of each org (append-only, one chain per org, each top-up reference once).
@@ -238,7 +238,7 @@ CREATE TRIGGER org_records_no_update BEFORE UPDATE ON org_records BEGIN SELECT R
 CREATE TRIGGER org_records_no_delete BEFORE DELETE ON org_records BEGIN SELECT RAISE(ABORT, 'budget records are append-only'); END;
 `;
 
-// Budget alerts (SPEC 8.16): the settled charges of each key and org period (what thresholds
+// Budget alerts (SPEC 8.17): the settled charges of each key and org period (what thresholds
 // are measured against; an open reservation may still be refunded), the thresholds of each key
 // and org, and the alert outbox: one row per (scope, subject, period, threshold, budget),
 // written in the transaction of the charge or refusal that raised it, whatever the concurrency.
