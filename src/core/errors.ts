@@ -63,6 +63,7 @@ export const ERRORS = {
   UPSTREAM_TIMEOUT: { http: 504, meaning: "the upstream did not answer in time; refunded" },
   ARGS_REFUSED: { http: 400, meaning: "the upstream refused the arguments; refunded" },
   TOOL_FAILED: { http: 502, meaning: "the tool reported a failure; refunded" },
+  LEDGER_UNAVAILABLE: { http: 503, meaning: "the ledger cannot serve now (its database unreachable, this node's lease not held); nothing charged" },
 
   // --- desk: operator API and receipts ---
   ADMIN_TOKEN_INVALID: { http: 401, meaning: "missing or wrong admin token" },

@@ -38,9 +38,13 @@ export class UpstreamRegistry {
 
   constructor(private readonly o: RegistryOptions) {}
 
-  /** Opens every stored upstream (at start-up); SealedHeadersError when a credential does not open. */
+  /**
+   * Opens every stored upstream not open yet (all of them at start-up; later, those another desk
+   * sharing the ledger registered); SealedHeadersError when a credential does not open.
+   */
   async openStored(): Promise<void> {
     for (const record of await this.o.store.upstreams()) {
+      if (this.open.has(record.name)) continue;
       let headers: Record<string, string> = {};
       try {
         if (record.sealedHeaders !== null) headers = JSON.parse(await unseal(this.o.sealingKey, record.name, record.sealedHeaders)) as Record<string, string>;

@@ -6,7 +6,14 @@ import { isConstraint, type Sql } from "./connection.ts";
 import { type ToolRow, toolOf, type UpstreamRow, upstreamOf } from "./rows.ts";
 
 export class SqliteCatalog implements CatalogStore {
+  /** Moved by every catalog write: one desk process holds the file (its lock), so none is missed. */
+  private writes = 0;
+
   constructor(private readonly sql: Sql) {}
+
+  async stamp(): Promise<number> {
+    return this.writes;
+  }
 
   async upstream(name: string): Promise<UpstreamRecord | null> {
     const row = this.sql.db.query("SELECT * FROM upstreams WHERE name = ?").get(name) as UpstreamRow | null;
@@ -29,6 +36,7 @@ export class SqliteCatalog implements CatalogStore {
       }
       this.writeTools(upstream.name, tools);
     });
+    this.writes++;
   }
 
   async refreshTools(upstream: string, tools: readonly ToolListing[], now: number): Promise<void> {
@@ -38,6 +46,7 @@ export class SqliteCatalog implements CatalogStore {
       }
       this.writeTools(upstream, tools);
     });
+    this.writes++;
   }
 
   private writeTools(upstream: string, tools: readonly ToolListing[]): void {
@@ -60,6 +69,7 @@ export class SqliteCatalog implements CatalogStore {
   }
 
   async setPrice(name: string, priceMc: number, upstreamCostMc: number): Promise<boolean> {
+    this.writes++;
     return this.sql.db.query("UPDATE tools SET price_mc = ?, upstream_cost_mc = ? WHERE name = ?").run(priceMc, upstreamCostMc, name).changes === 1;
   }
 }
