@@ -10,7 +10,17 @@ import { PostgresCheck } from "./check.ts";
 import { type DatabaseTarget, openPool, type PoolOptions } from "./connection.ts";
 import { Db, DEFAULT_DEADLINE_MS } from "./db.ts";
 import { PostgresKeys, PostgresOrgs } from "./keys.ts";
-import { migrate, type MigrationResult } from "./migrate.ts";
+import { migrate, type MigrationResult, SchemaTooNew, schemaVersion } from "./migrate.ts";
+import { POSTGRES_MIGRATIONS } from "./schema.ts";
+
+/** The database holds no desk ledger of this binary's schema (`desk check` migrates nothing). */
+export class SchemaMissing extends Error {
+  override name = "SchemaMissing";
+  readonly hint = "start a desk on this database first (it creates the schema), or give the right database";
+  constructor(readonly found: number) {
+    super(found === 0 ? "the database holds no desk ledger" : `the desk ledger's schema is version ${found}, older than this binary's`);
+  }
+}
 import { PostgresMoney } from "./money-store.ts";
 import { DEFAULT_LEASE, type LeaseTiming, NodeSession } from "./node.ts";
 import { PostgresRecords } from "./records.ts";
@@ -19,12 +29,22 @@ import { PostgresSandbox } from "./sandbox.ts";
 export type PostgresDeskLedgerOptions = {
   /** This node's id; null opens the ledger without a node (it takes no call and sweeps nothing). */
   nodeId: string | null;
+  /** Migrate at open (a node), or only check that the schema is this binary's (`desk check`). Default true. */
+  migrate?: boolean;
   lease?: LeaseTiming;
   pool?: PoolOptions;
   /** Every database call's deadline on this side (db.ts). */
   deadlineMs?: number;
   log?: Log;
 };
+
+async function expectCurrent(sql: SQL): Promise<MigrationResult> {
+  const found = await schemaVersion(sql);
+  const known = POSTGRES_MIGRATIONS.length;
+  if (found > known) throw new SchemaTooNew(found, known);
+  if (found < known) throw new SchemaMissing(found);
+  return { from: found, to: found };
+}
 
 export class PostgresDeskLedger implements DeskLedger {
   readonly money: PostgresMoney;
@@ -68,7 +88,7 @@ export class PostgresDeskLedger implements DeskLedger {
     const sql = openPool(target, options.pool);
     let node: NodeSession | null = null;
     try {
-      const migration = await migrate(sql);
+      const migration = options.migrate === false ? await expectCurrent(sql) : await migrate(sql);
       if (options.nodeId !== null) node = await NodeSession.start(sql, options.nodeId, options.lease ?? DEFAULT_LEASE, log);
       return new PostgresDeskLedger(sql, node, log, options.deadlineMs ?? DEFAULT_DEADLINE_MS, migration);
     } catch (err) {

@@ -1,0 +1,185 @@
+// Several compiled desk processes on one PostgreSQL (embedded, real): they start together on an
+// empty database and migrate once, take one key's calls across nodes with the budget exact to
+// the millicent, append one receipt chain that verify-receipt accepts with the key set fetched
+// from any node, share catalog changes within a second, refuse a node holding another sealing
+// key, and fail closed (503 LEDGER_UNAVAILABLE, no upstream call, no charge) while the database
+// is down, recovering by themselves when it returns.
+import { afterAll, beforeAll, describe, expect, setDefaultTimeout, test } from "bun:test";
+import { mkdirSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
+import { runBinary } from "../helpers/binary.ts";
+import { adminJson, callTool, DESK_TOKEN, type DeskProcess, startDeskProcess } from "../helpers/desk-process.ts";
+import { usePostgres } from "../helpers/postgres.ts";
+import { tempDir } from "../helpers/tmp.ts";
+import { startUpstreamFixture, type UpstreamFixture } from "../fixtures/upstream-server.ts";
+import { randomBytes } from "node:crypto";
+
+setDefaultTimeout(60_000);
+
+const pg = usePostgres();
+let fx: UpstreamFixture;
+beforeAll(() => {
+  fx = startUpstreamFixture();
+});
+afterAll(async () => {
+  await fx.stop();
+});
+
+type Cluster = { nodes: DeskProcess[]; url: string; dirs: string[]; [Symbol.asyncDispose](): Promise<void> };
+
+/** Data directories holding one sealing key (the operator copies it), and `n` nodes started at the same moment. */
+async function cluster(n: number, extraArgs: string[] = []): Promise<Cluster> {
+  const tmp = tempDir("pg-nodes-");
+  const { url } = await pg.server.createDatabase();
+  const sealing = randomBytes(32);
+  const dirs = Array.from({ length: n }, (_, i) => {
+    const dir = join(tmp.path, `node-${i}`);
+    mkdirSync(dir, { mode: 0o700 });
+    writeFileSync(join(dir, "sealing.key"), sealing, { mode: 0o600 });
+    return dir;
+  });
+  const env = { ASK_ONLY_DESK_ADMIN_TOKEN: DESK_TOKEN, ASK_ONLY_DESK_DATABASE_URL: url };
+  const started = await Promise.allSettled(dirs.map((dir) => startDeskProcess(dir, extraArgs, { env })));
+  const nodes = started.flatMap((s) => (s.status === "fulfilled" ? [s.value] : []));
+  const dispose = async () => {
+    await Promise.all(nodes.map((node) => node.stop()));
+    tmp[Symbol.dispose]();
+  };
+  if (nodes.length !== n) {
+    await dispose();
+    throw new Error(`not every node started: ${started.map((s) => (s.status === "rejected" ? String(s.reason) : "ok")).join("; ")}`);
+  }
+  return { nodes, url, dirs, [Symbol.asyncDispose]: dispose };
+}
+
+async function setUp(node: DeskProcess, budgetMc: number, priceMc: number): Promise<string> {
+  await adminJson(node, "POST", "/admin/upstreams", { name: "fx", url: fx.url });
+  await adminJson(node, "PUT", "/admin/tools/fx__echo", { price_mc: priceMc, upstream_cost_mc: 0 });
+  const org = (await adminJson(node, "POST", "/admin/orgs", { name: "many" })).org_id as string;
+  const key = await adminJson(node, "POST", "/admin/keys", { org_id: org, budget_mc: budgetMc, reset: "none", allow: ["fx__echo"] });
+  return key.secret as string;
+}
+
+/** Resolves once every node lists the tool (catalog changes reach the others within a second). */
+async function untilListed(nodes: DeskProcess[], secret: string, tool: string): Promise<void> {
+  for (const node of nodes) {
+    for (;;) {
+      const r = await fetch(`${node.url}/v1/tools`, { headers: { authorization: `Bearer ${secret}` } });
+      const body = (await r.json()) as { tools?: { name: string }[] };
+      if (body.tools?.some((t) => t.name === tool)) break;
+      await Bun.sleep(50);
+    }
+  }
+}
+
+async function checkDatabase(url: string): Promise<void> {
+  const check = await runBinary(["desk", "check", "--database", url]);
+  expect(check.stderr).toBe("");
+  expect(check.code).toBe(0);
+}
+
+async function verifyExport(c: Cluster, tmpDir: string): Promise<void> {
+  const exported = await (await c.nodes[0]!.admin("GET", "/admin/receipts")).text();
+  writeFileSync(join(tmpDir, "export.jsonl"), exported);
+  for (const [i, node] of c.nodes.entries()) {
+    const jwks = (await (await fetch(`${node.url}/.well-known/receipt-signing-key.json`)).json()) as { keys: unknown[] };
+    expect(jwks.keys).toHaveLength(c.nodes.length);
+    writeFileSync(join(tmpDir, `jwks-${i}.json`), JSON.stringify(jwks));
+    const verified = await runBinary(["verify-receipt", "--jsonl", join(tmpDir, "export.jsonl"), "--keys", join(tmpDir, `jwks-${i}.json`)]);
+    expect(verified.code).toBe(0);
+  }
+}
+
+describe("three desk nodes on one PostgreSQL (binary)", () => {
+  test("400 calls over three nodes on room for 37: exactly 37 charged, one chain, verified with any node's key set", async () => {
+    await using c = await cluster(3);
+    const secret = await setUp(c.nodes[0]!, 37 * 250, 250);
+    await untilListed(c.nodes, secret, "fx__echo");
+    const before = fx.calls.get("echo") ?? 0;
+    // Eight agents at a time, each call to the next node in turn.
+    let next = 0;
+    const answers: Response[] = [];
+    await Promise.all(
+      Array.from({ length: 8 }, async () => {
+        while (next < 400) {
+          const i = next++;
+          answers.push(await callTool(c.nodes[i % 3]!.url, secret, "fx__echo", { text: `call ${i}` }));
+        }
+      }),
+    );
+    const outcomes = answers.map((a) => a.headers.get("x-clearing-outcome"));
+    const count = (o: string) => outcomes.filter((x) => x === o).length;
+    expect(count("charged")).toBe(37);
+    expect(count("charged") + count("refused_budget") + count("refused_rate_limited")).toBe(400);
+    expect(count("refused_budget")).toBeGreaterThan(0);
+    expect((fx.calls.get("echo") ?? 0) - before).toBe(37);
+    for (const a of answers.filter((x) => x.status === 402)) {
+      expect(((await a.json()) as { receipt: { receipt: { outcome: string } } }).receipt.receipt.outcome).toBe("refused_budget");
+    }
+    const keys = (await (await c.nodes[2]!.admin("GET", "/admin/keys")).json()) as { spent_mc: number }[];
+    expect(keys.map((k) => k.spent_mc)).toEqual([37 * 250]);
+    await checkDatabase(c.url);
+    await using out = tempDir();
+    await verifyExport(c, out.path);
+  });
+
+  test("a node with another sealing key refuses to start, naming the file; a price set on one node applies on the others", async () => {
+    await using c = await cluster(2);
+    const secret = await setUp(c.nodes[0]!, 10_000, 100);
+    await untilListed(c.nodes, secret, "fx__echo");
+    await adminJson(c.nodes[1]!, "PUT", "/admin/tools/fx__echo", { price_mc: 300, upstream_cost_mc: 0 });
+    // Within a second (the catalog check) node 0 charges the new price.
+    for (;;) {
+      const r = await callTool(c.nodes[0]!.url, secret, "fx__echo", { text: "price" });
+      const receipt = ((await r.json()) as { receipt: { receipt: { amount_mc: number } } }).receipt.receipt;
+      if (receipt.amount_mc === 300) break;
+      expect(receipt.amount_mc).toBe(100);
+      await Bun.sleep(100);
+    }
+    await using other = tempDir();
+    const dir = join(other.path, "stranger");
+    mkdirSync(dir, { mode: 0o700 });
+    writeFileSync(join(dir, "sealing.key"), randomBytes(32), { mode: 0o600 });
+    const refused = Bun.spawn([join(import.meta.dir, "../../dist/ask-only"), "desk", "--listen", "127.0.0.1:0", "--data", dir], {
+      env: { PATH: process.env.PATH ?? "/usr/bin", ASK_ONLY_DESK_ADMIN_TOKEN: DESK_TOKEN, ASK_ONLY_DESK_DATABASE_URL: c.url },
+      stdout: "pipe",
+      stderr: "pipe",
+    });
+    const [code, stderr] = await Promise.all([refused.exited, new Response(refused.stderr).text()]);
+    expect(code).toBe(1);
+    expect(stderr).toContain(`ask-only: error: ${join(dir, "sealing.key")} is not the sealing key of the desks on this database`);
+  });
+
+  test("PostgreSQL stopped: 503 LEDGER_UNAVAILABLE, /healthz 503, no upstream call, nothing charged; restarted: calls succeed by themselves", async () => {
+    await using c = await cluster(2);
+    const secret = await setUp(c.nodes[0]!, 10_000, 100);
+    await untilListed(c.nodes, secret, "fx__echo");
+    for (const node of c.nodes) expect((await fetch(`${node.url}/healthz`)).status).toBe(200);
+    expect((await callTool(c.nodes[1]!.url, secret, "fx__echo", { text: "before" })).status).toBe(200);
+    const upstreamBefore = fx.totalCalls();
+    await pg.server.stop();
+    try {
+      for (const node of c.nodes) {
+        const r = await callTool(node.url, secret, "fx__echo", { text: "down" });
+        expect(r.status).toBe(503);
+        expect(((await r.json()) as { error: string }).error).toBe("LEDGER_UNAVAILABLE");
+        expect((await fetch(`${node.url}/healthz`)).status).toBe(503);
+      }
+      expect(fx.totalCalls()).toBe(upstreamBefore);
+    } finally {
+      await pg.server.start();
+    }
+    for (const node of c.nodes) {
+      for (;;) {
+        const r = await callTool(node.url, secret, "fx__echo", { text: "after" });
+        if (r.status === 200) break;
+        expect(r.status).toBe(503);
+        await Bun.sleep(100);
+      }
+      expect((await fetch(`${node.url}/healthz`)).status).toBe(200);
+    }
+    const keys = (await (await c.nodes[0]!.admin("GET", "/admin/keys")).json()) as { spent_mc: number }[];
+    expect(keys.map((k) => k.spent_mc)).toEqual([300]);
+    await checkDatabase(c.url);
+  });
+});
