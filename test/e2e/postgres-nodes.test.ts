@@ -55,10 +55,13 @@ async function cluster(n: number, extraArgs: string[] = []): Promise<Cluster> {
 async function setUp(node: DeskProcess, budgetMc: number, priceMc: number): Promise<string> {
   await adminJson(node, "POST", "/admin/upstreams", { name: "fx", url: fx.url });
   await adminJson(node, "PUT", "/admin/tools/fx__echo", { price_mc: priceMc, upstream_cost_mc: 0 });
+  await adminJson(node, "PUT", "/admin/tools/fx__hang", { price_mc: 700, upstream_cost_mc: 0 });
   const org = (await adminJson(node, "POST", "/admin/orgs", { name: "many" })).org_id as string;
-  const key = await adminJson(node, "POST", "/admin/keys", { org_id: org, budget_mc: budgetMc, reset: "none", allow: ["fx__echo"] });
+  const key = await adminJson(node, "POST", "/admin/keys", { org_id: org, budget_mc: budgetMc, reset: "none", allow: ["fx__echo", "fx__hang"] });
   return key.secret as string;
 }
+
+const spentOf = async (node: DeskProcess) => ((await (await node.admin("GET", "/admin/keys")).json()) as { spent_mc: number }[]).map((k) => k.spent_mc);
 
 /** Resolves once every node lists the tool (catalog changes reach the others within a second). */
 async function untilListed(nodes: DeskProcess[], secret: string, tool: string): Promise<void> {
@@ -116,8 +119,7 @@ describe("three desk nodes on one PostgreSQL (binary)", () => {
     for (const a of answers.filter((x) => x.status === 402)) {
       expect(((await a.json()) as { receipt: { receipt: { outcome: string } } }).receipt.receipt.outcome).toBe("refused_budget");
     }
-    const keys = (await (await c.nodes[2]!.admin("GET", "/admin/keys")).json()) as { spent_mc: number }[];
-    expect(keys.map((k) => k.spent_mc)).toEqual([37 * 250]);
+    expect(await spentOf(c.nodes[2]!)).toEqual([37 * 250]);
     await checkDatabase(c.url);
     await using out = tempDir();
     await verifyExport(c, out.path);
@@ -178,8 +180,39 @@ describe("three desk nodes on one PostgreSQL (binary)", () => {
       }
       expect((await fetch(`${node.url}/healthz`)).status).toBe(200);
     }
-    const keys = (await (await c.nodes[0]!.admin("GET", "/admin/keys")).json()) as { spent_mc: number }[];
-    expect(keys.map((k) => k.spent_mc)).toEqual([300]);
+    expect(await spentOf(c.nodes[0]!)).toEqual([300]);
+    await checkDatabase(c.url);
+  });
+
+  test("kill -9 of a node mid-call: after its lease runs out a live node refunds its call, once; every receipt a client got is in the export", async () => {
+    await using c = await cluster(2, ["--node-lease", "3"]);
+    const secret = await setUp(c.nodes[0]!, 10_000, 100);
+    await untilListed(c.nodes, secret, "fx__hang");
+    const received: string[] = [];
+    for (let i = 0; i < 6; i++) {
+      const r = await callTool(c.nodes[i % 2]!.url, secret, "fx__echo", { text: `call ${i}` });
+      received.push(((await r.json()) as { receipt: { receipt: { id: string } } }).receipt.receipt.id);
+    }
+    const hangingBefore = fx.hanging();
+    const inFlight = callTool(c.nodes[1]!.url, secret, "fx__hang", {}).catch(() => null);
+    await fx.whenHanging(hangingBefore + 1);
+    expect(await spentOf(c.nodes[0]!)).toEqual([600 + 700]);
+    await c.nodes[1]!.kill();
+    expect(await inFlight).toBeNull();
+    fx.release();
+    // The live node refunds it within a second of the lease running out (3 s by the database's clock).
+    while ((await spentOf(c.nodes[0]!))[0] !== 600) await Bun.sleep(100);
+    // The killed node restarts on its data directory: its own start-up sweep finds nothing left to refund.
+    c.nodes[1] = await startDeskProcess(c.dirs[1]!, ["--node-lease", "3"], {
+      env: { ASK_ONLY_DESK_ADMIN_TOKEN: DESK_TOKEN, ASK_ONLY_DESK_DATABASE_URL: c.url },
+    });
+    const exported = (await (await c.nodes[1]!.admin("GET", "/admin/receipts")).text())
+      .trim()
+      .split("\n")
+      .map((line) => (JSON.parse(line) as { receipt: { id: string; outcome: string } }).receipt);
+    expect(exported.filter((r) => r.outcome === "refunded_abandoned")).toHaveLength(1);
+    expect(received.filter((id) => !exported.some((r) => r.id === id))).toEqual([]);
+    expect(await spentOf(c.nodes[1]!)).toEqual([600]);
     await checkDatabase(c.url);
   });
 });

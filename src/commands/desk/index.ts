@@ -5,6 +5,7 @@ import { existsSync } from "node:fs";
 import { serveHardened } from "../../adapters/bun/serve.ts";
 import { mcpConnector } from "../../adapters/mcp-upstream/connector.ts";
 import { type DatabaseTarget, describeTarget } from "../../adapters/postgres/connection.ts";
+import type { LeaseTiming } from "../../adapters/postgres/node.ts";
 import { SigningKeyTaken } from "../../adapters/postgres/records.ts";
 import { DESK_FLAGS, flagOf } from "../../cli/flags.ts";
 import { failure, info, type Streams } from "../../cli/voice.ts";
@@ -58,7 +59,7 @@ function repeat(ms: number, step: () => Promise<unknown>): { stop(): void } {
 /** Runs the desk until SIGINT or SIGTERM. */
 export async function runDesk(run: DeskRun): Promise<void> {
   const { streams, flags } = run;
-  const { listenText, listen, timeoutMs, allowedHosts, allowUpstreamHosts, configured, tls, database } = deskSettings(run);
+  const { listenText, listen, timeoutMs, allowedHosts, allowUpstreamHosts, configured, tls, database, lease } = deskSettings(run);
   const log = (line: string) => info(streams, line);
 
   // The port comes first: a desk that cannot listen has created no file and shown no token.
@@ -88,7 +89,7 @@ export async function runDesk(run: DeskRun): Promise<void> {
 
   let started: Awaited<ReturnType<typeof startDesk>>;
   try {
-    started = await startDesk(run, { configured, timeoutMs, allowUpstreamHosts, database, log });
+    started = await startDesk(run, { configured, timeoutMs, allowUpstreamHosts, database, lease, log });
   } catch (err) {
     startFailed(err);
     await server.stop(true);
@@ -135,6 +136,7 @@ async function startDesk(
     timeoutMs: number;
     allowUpstreamHosts: string[];
     database: DatabaseTarget | null;
+    lease: LeaseTiming;
     log: (line: string) => void;
   },
 ): Promise<{
@@ -146,7 +148,7 @@ async function startDesk(
   adminHash: Uint8Array;
 }> {
   const { streams, flags } = run;
-  const { configured, timeoutMs, allowUpstreamHosts, database, log } = o;
+  const { configured, timeoutMs, allowUpstreamHosts, database, lease, log } = o;
   const paths = dataDirPaths(flags.data ?? DEFAULT_DATA);
   // Held until exit (the kernel drops it even on SIGKILL): one desk per data directory.
   const lock = lockDataDir(paths);
@@ -168,7 +170,7 @@ async function startDesk(
   if (database === null) {
     ledger = openDeskLedger(paths, { backgroundCheckpointMs: CHECKPOINT_EVERY_MS });
   } else {
-    const shared = await openSharedLedger(database, { nodeId: nodeIdOf(paths), log });
+    const shared = await openSharedLedger(database, { nodeId: nodeIdOf(paths), lease, log });
     ledger = shared;
     try {
       await checkSealingKey(shared, paths.sealingKey, new Uint8Array(sealingRaw));
@@ -234,13 +236,15 @@ async function startDesk(
     },
     Math.max(1000, (timeoutMs + ABANDON_MARGIN_MS) / 2),
   );
-  // Another node's catalog changes, and the settlements lost with the database once it answers.
+  // Another node's catalog changes, the settlements lost with the database once it answers, and
+  // the calls of nodes whose lease ran out (refunded within a second of it).
   const shared =
     database === null
       ? null
       : repeat(SHARED_CATALOG_CHECK_MS, async () => {
           await desk.resolveUnsettled();
           await desk.refreshCatalog();
+          await desk.sweepStale();
         });
   return { desk, ledger, lock, sweep, shared, adminHash };
 }

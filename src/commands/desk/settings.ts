@@ -3,6 +3,7 @@
 // any file is made.
 import { readFileSync } from "node:fs";
 import { type DatabaseTarget, DatabaseUrlError, parseDatabaseUrl } from "../../adapters/postgres/connection.ts";
+import { DEFAULT_LEASE, type LeaseTiming } from "../../adapters/postgres/node.ts";
 import { DESK_ENV, DESK_FLAGS, envSettingOf, flagOf } from "../../cli/flags.ts";
 import { failure, type Streams, usageError } from "../../cli/voice.ts";
 import { DEFAULT_UPSTREAM_TIMEOUT_MS } from "../../core/desk/limits.ts";
@@ -19,6 +20,7 @@ export type DeskFlags = {
   listen?: string;
   data?: string;
   database?: string;
+  nodeLease?: string;
   adminTokenFile?: string;
   tlsCert?: string;
   tlsKey?: string;
@@ -137,6 +139,16 @@ export function databaseTarget(flags: { database?: string }, env: Record<string,
   }
 }
 
+/** --node-lease: seconds, 3 to 120; renewed every fifth of it, a fifth held back for safety (node.ts). */
+function parseNodeLease(text: string | undefined): LeaseTiming {
+  if (text === undefined) return DEFAULT_LEASE;
+  const secs = Number(text);
+  if (!/^\d+$/.test(text) || secs < 3 || secs > 120)
+    throw usageError(`--node-lease ${text} is not a whole number of seconds from 3 to 120`, "e.g. --node-lease 10");
+  const leaseMs = secs * 1000;
+  return { leaseMs, renewEveryMs: leaseMs / 5, safetyMs: leaseMs / 5 };
+}
+
 export type DeskSettings = {
   /** As given (for messages), and read. */
   listenText: string;
@@ -147,6 +159,7 @@ export type DeskSettings = {
   configured: { token: string; from: string } | null;
   tls: { cert: string; key: string } | undefined;
   database: DatabaseTarget | null;
+  lease: LeaseTiming;
 };
 
 /** Every setting of `ask-only desk`, read and checked (usage errors exit 2, unreadable files 1). */
@@ -161,5 +174,6 @@ export function deskSettings(run: DeskRun): DeskSettings {
     configured: configuredAdminToken(run),
     tls: loadTls(run.flags),
     database: databaseTarget(run.flags, run.env),
+    lease: parseNodeLease(run.flags.nodeLease),
   };
 }

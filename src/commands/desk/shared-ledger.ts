@@ -7,7 +7,7 @@ import { type DatabaseTarget, DatabaseUrlError, describeTarget } from "../../ada
 import { failureName } from "../../adapters/postgres/db.ts";
 import { PostgresDeskLedger, SchemaMissing } from "../../adapters/postgres/ledger.ts";
 import { SchemaTooNew } from "../../adapters/postgres/migrate.ts";
-import { NodeIdHeld } from "../../adapters/postgres/node.ts";
+import { type LeaseTiming, NodeIdHeld } from "../../adapters/postgres/node.ts";
 import { failure } from "../../cli/voice.ts";
 import type { Log } from "../../core/desk/ports.ts";
 import { type DataDir, readSecret } from "./data-dir.ts";
@@ -30,10 +30,18 @@ export function nodeIdOf(paths: DataDir): string {
 }
 
 /** Opens the ledger on `target`, as node `nodeId` (null: no node, for `desk check`), or stops the command. */
-export async function openSharedLedger(target: DatabaseTarget, o: { nodeId: string | null; migrate?: boolean; log: Log }): Promise<PostgresDeskLedger> {
+export async function openSharedLedger(
+  target: DatabaseTarget,
+  o: { nodeId: string | null; migrate?: boolean; lease?: LeaseTiming; log: Log },
+): Promise<PostgresDeskLedger> {
   const where = describeTarget(target);
   try {
-    return await PostgresDeskLedger.open(target, { nodeId: o.nodeId, log: o.log, migrate: o.migrate ?? true });
+    return await PostgresDeskLedger.open(target, {
+      nodeId: o.nodeId,
+      log: o.log,
+      migrate: o.migrate ?? true,
+      ...(o.lease === undefined ? {} : { lease: o.lease }),
+    });
   } catch (err) {
     if (err instanceof DatabaseUrlError) throw failure(err.message, err.hint);
     if (err instanceof SchemaTooNew || err instanceof SchemaMissing) throw failure(`${where}: ${err.message}`, err.hint);
