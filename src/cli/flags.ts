@@ -112,7 +112,7 @@ export const DESK_FLAGS = [
     name: "--database",
     value: "URL",
     env: "ASK_ONLY_DESK_DATABASE_URL",
-    help: "keep the ledger in PostgreSQL (postgres://USER:PASS@HOST:PORT/DB?sslmode=verify-full&sslrootcert=CA.pem), shared by every desk node given it; --data then keeps only this node's files. Prefer the variable: a flag's value is visible to other users",
+    help: "keep the ledger in PostgreSQL (postgres://USER:PASS@HOST:PORT/DB?sslmode=verify-full&sslrootcert=CA.pem), shared by every desk node given it; --data then keeps only this node's files. A URL with a password goes in the variable only (a flag's value is visible to other users)",
   },
   {
     name: "--node-lease",

@@ -50,7 +50,7 @@ describe("a desk node over TLS both ways (binary)", () => {
     } finally {
       expect(await node.stop()).toBe(0);
     }
-    const check = await runBinary(["desk", "check", "--database", url]);
+    const check = await runBinary(["desk", "check"], { env: { ASK_ONLY_DESK_DATABASE_URL: url } });
     expect([check.code, check.stderr]).toEqual([0, ""]);
   });
 
@@ -65,8 +65,20 @@ describe("a desk node over TLS both ways (binary)", () => {
     expect(r.stderr).toContain("ERR_TLS_CERT_ALTNAME_INVALID");
     expect(r.stderr).not.toContain(wrongName.password);
     // sslmode=require encrypts and checks no name: the same server is accepted.
-    const required = await runBinary(["desk", "check", "--database", wrongName.url(name, { sslmode: "require" })]);
+    const required = await runBinary(["desk", "check"], { env: { ASK_ONLY_DESK_DATABASE_URL: wrongName.url(name, { sslmode: "require" }) } });
     expect(required.code).toBe(1);
     expect(required.stderr).toContain("the database holds no desk ledger");
+  });
+
+  test("a password in --database is refused (the process list shows it); the same URL in the variable is taken", async () => {
+    for (const args of [
+      ["desk", "--listen", "127.0.0.1:0", "--data", file("node-flag")],
+      ["desk", "check"],
+    ]) {
+      const r = await runBinary([...args, "--database", "postgres://desk:hunter2-secret@127.0.0.1:1/desk"]);
+      expect(r.code).toBe(2);
+      expect(r.stderr).toContain("ask-only: error: --database holds a password, which every user of this machine can read in the process list");
+      expect(r.stderr).not.toContain("hunter2");
+    }
   });
 });

@@ -76,7 +76,7 @@ async function untilListed(nodes: DeskProcess[], secret: string, tool: string): 
 }
 
 async function checkDatabase(url: string): Promise<void> {
-  const check = await runBinary(["desk", "check", "--database", url]);
+  const check = await runBinary(["desk", "check"], { env: { ASK_ONLY_DESK_DATABASE_URL: url } });
   expect(check.stderr).toBe("");
   expect(check.code).toBe(0);
 }

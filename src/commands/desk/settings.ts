@@ -125,18 +125,25 @@ function loadTls(flags: DeskFlags): { cert: string; key: string } | undefined {
 
 /**
  * The PostgreSQL ledger's target from --database, else ASK_ONLY_DESK_DATABASE_URL; null for the
- * SQLite ledger in --data. A URL we refuse stops the desk with its reason (never the password).
+ * SQLite ledger in --data. A URL we refuse stops the desk with its reason (never the password);
+ * so does a password in the flag's value.
  */
 export function databaseTarget(flags: { database?: string }, env: Record<string, string | undefined>): DatabaseTarget | null {
   const fromFlag = flags.database !== undefined;
   const text = fromFlag ? flags.database! : env[DATABASE_ENV];
   if (text === undefined || text === "") return null;
+  let target: DatabaseTarget;
   try {
-    return parseDatabaseUrl(text);
+    target = parseDatabaseUrl(text);
   } catch (err) {
     if (err instanceof DatabaseUrlError) throw usageError(`${fromFlag ? "--database" : DATABASE_ENV}: ${err.message}`, err.hint);
     throw err;
   }
+  // A flag's value is in the process list for every local user to read.
+  if (fromFlag && target.password !== "") {
+    throw usageError("--database holds a password, which every user of this machine can read in the process list", `give the URL in ${DATABASE_ENV} instead`);
+  }
+  return target;
 }
 
 /** --node-lease: seconds, 3 to 120; renewed every fifth of it, a fifth held back for safety (node.ts). */
