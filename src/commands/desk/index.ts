@@ -178,6 +178,8 @@ async function startDesk(
       await shared.close();
       throw err;
     }
+    const { from, to } = shared.migration;
+    if (from !== to) log(`ledger: schema migrated from version ${from} to ${to}`);
     log(`ledger: ${ledgerName}, as node ${shared.nodeId}`);
   }
 
