@@ -9,6 +9,7 @@ import { mkdirSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { runBinary } from "../helpers/binary.ts";
 import { adminJson, callTool, DESK_TOKEN, type DeskProcess, startDeskProcess } from "../helpers/desk-process.ts";
+import { openPool, parseDatabaseUrl } from "../../src/adapters/postgres/connection.ts";
 import { usePostgres } from "../helpers/postgres.ts";
 import { tempDir } from "../helpers/tmp.ts";
 import { startUpstreamFixture, type UpstreamFixture } from "../fixtures/upstream-server.ts";
@@ -184,4 +185,52 @@ describe("three desk nodes on one PostgreSQL (binary)", () => {
     expect(await spentOf(c.nodes[1]!)).toEqual([600]);
     await checkDatabase(c.url);
   });
+
+  test("PostgreSQL stopped mid-load: answers are 200 or 503, and once it is back nothing is left open, every paid answer is in the export, desk check passes", async () => {
+    await using c = await cluster(2, ["--upstream-timeout", "1"]);
+    const secret = await setUp(c.nodes[0]!, 100_000_000, 100);
+    await untilListed(c.nodes, secret, "fx__echo");
+    const answers: { status: number; body: { error?: string; receipt?: { receipt: { id: string } } } }[] = [];
+    let stop = false;
+    let afterRestart = 0;
+    let restarted = false;
+    const agents = Array.from({ length: 6 }, async (_, a) => {
+      for (let i = a; !stop; i += 6) {
+        const r = await callTool(c.nodes[i % 2]!.url, secret, "fx__echo", { text: `load ${i}` });
+        answers.push({ status: r.status, body: (await r.json()) as never });
+        if (restarted && r.status === 200) afterRestart++;
+        if (afterRestart >= 20) stop = true;
+      }
+    });
+    while (answers.filter((x) => x.status === 200).length < 30) await Bun.sleep(20);
+    await pg.server.stop("immediate");
+    const downAt = answers.length;
+    while (answers.length < downAt + 20) await Bun.sleep(20);
+    await pg.server.start();
+    restarted = true;
+    await Promise.all(agents);
+    expect(answers.filter((x) => x.status !== 200 && !(x.status === 503 && x.body.error === "LEDGER_UNAVAILABLE"))).toEqual([]);
+    expect(answers.some((x) => x.status === 503)).toBe(true);
+    // A reservation whose answer was lost with the database is swept as abandoned (1 s + 10 s).
+    const sql = openPool(parseDatabaseUrl(c.url), { max: 1 });
+    try {
+      for (;;) {
+        const [row] = await sql`SELECT count(*)::int AS n FROM reservations WHERE state = 'open'`;
+        if (row.n === 0) break;
+        await Bun.sleep(200);
+      }
+    } finally {
+      await sql.close();
+    }
+    const exported = (await (await c.nodes[1]!.admin("GET", "/admin/receipts")).text())
+      .trim()
+      .split("\n")
+      .map((line) => (JSON.parse(line) as { receipt: { id: string; outcome: string; amount_mc: number } }).receipt);
+    const paid = answers.filter((x) => x.status === 200).map((x) => x.body.receipt!.receipt.id);
+    expect(paid.filter((id) => !exported.some((r) => r.id === id && r.outcome === "charged"))).toEqual([]);
+    const charged = exported.filter((r) => r.outcome === "charged");
+    expect(charged.length).toBeGreaterThanOrEqual(paid.length);
+    expect(await spentOf(c.nodes[0]!)).toEqual([charged.reduce((sum, r) => sum + r.amount_mc, 0)]);
+    await checkDatabase(c.url);
+  }, 90_000);
 });
