@@ -136,6 +136,8 @@ describe("three desk nodes on one PostgreSQL (binary)", () => {
         expect(r.status).toBe(503);
         expect(((await r.json()) as { error: string }).error).toBe("LEDGER_UNAVAILABLE");
         expect((await fetch(`${node.url}/healthz`)).status).toBe(503);
+        const admin = await node.admin("GET", "/admin/keys");
+        expect([admin.status, await admin.json()]).toEqual([503, { error: "LEDGER_UNAVAILABLE" }]);
       }
       expect(fx.totalCalls()).toBe(upstreamBefore);
     } finally {
