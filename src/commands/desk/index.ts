@@ -16,7 +16,7 @@ import { generateSigningKey, loadSigner, ReceiptKeyError } from "../../core/rece
 import { checkLedger } from "../../core/desk/check.ts";
 import { Desk } from "../../core/desk/desk.ts";
 import { ABANDON_MARGIN_MS } from "../../core/desk/limits.ts";
-import type { DeskLedger } from "../../core/desk/ports.ts";
+import { type DeskLedger, LedgerUnavailable } from "../../core/desk/ports.ts";
 import { SealedHeadersError } from "../../core/desk/registry.ts";
 import { consoleRoutes } from "./console.ts";
 import { dataDirPaths, lockDataDir, openDeskLedger, prepareDataDir, readSecret, replaceSecretFile } from "./data-dir.ts";
@@ -244,9 +244,14 @@ async function startDesk(
     database === null
       ? null
       : repeat(SHARED_CATALOG_CHECK_MS, async () => {
-          await desk.resolveUnsettled();
-          await desk.refreshCatalog();
-          await desk.sweepStale();
+          try {
+            await desk.resolveUnsettled();
+            await desk.refreshCatalog();
+            await desk.sweepStale();
+          } catch (err) {
+            // An unreachable database is logged once by the ledger; anything else is said here.
+            if (!(err instanceof LedgerUnavailable)) log(`shared ledger round failed: ${err instanceof Error ? err.name : "error"}`);
+          }
         });
   return { desk, ledger, lock, sweep, shared, adminHash };
 }
