@@ -235,4 +235,34 @@ describe("three desk nodes on one PostgreSQL (binary)", () => {
     expect(await spentOf(c.nodes[0]!)).toEqual([charged.reduce((sum, r) => sum + r.amount_mc, 0)]);
     await checkDatabase(c.url);
   }, 90_000);
+
+  test("a copied data directory cannot pass for a second node: its node id is held, or its signing key is another node's", async () => {
+    await using c = await cluster(1, ["--node-lease", "3"]);
+    await using tmp = tempDir();
+    const start = async (dir: string) => {
+      const proc = Bun.spawn([join(import.meta.dir, "../../dist/ask-only"), "desk", "--listen", "127.0.0.1:0", "--data", dir, "--node-lease", "3"], {
+        env: { PATH: process.env.PATH ?? "/usr/bin", ASK_ONLY_DESK_ADMIN_TOKEN: DESK_TOKEN, ASK_ONLY_DESK_DATABASE_URL: c.url },
+        stdout: "pipe",
+        stderr: "pipe",
+      });
+      const [code, stderr] = await Promise.all([proc.exited, new Response(proc.stderr).text()]);
+      return { code, stderr };
+    };
+    const whole = join(tmp.path, "whole-copy");
+    Bun.spawnSync(["cp", "-a", c.dirs[0]!, whole]);
+    Bun.spawnSync(["rm", "-f", join(whole, "desk.lock")]);
+    // It waits out one lease (a restart of a killed node would find it run out), then refuses.
+    const held = await start(whole);
+    expect(held.code).toBe(1);
+    expect(held.stderr).toContain("is held by another running desk (its lease keeps being renewed)");
+    const keyOnly = join(tmp.path, "key-copy");
+    mkdirSync(keyOnly, { mode: 0o700 });
+    for (const f of ["sealing.key", "receipt-signing.key"]) Bun.spawnSync(["cp", "-p", join(c.dirs[0]!, f), keyOnly]);
+    const taken = await start(keyOnly);
+    expect(taken.code).toBe(1);
+    expect(taken.stderr).toContain(`ask-only: error: ${join(keyOnly, "receipt-signing.key")}: the receipt-signing key`);
+    expect(taken.stderr).toContain("is registered to node node_");
+    // The running node never stopped serving.
+    expect((await fetch(`${c.nodes[0]!.url}/healthz`)).status).toBe(200);
+  });
 });
