@@ -14,6 +14,7 @@ import { mkdtempSync, readdirSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { UpstreamClient } from "../../src/adapters/mcp-upstream/client.ts";
+import { NO_CREDENTIAL } from "../../src/core/upstream/credential.ts";
 
 // `bench:desk --database`: SQLite against PostgreSQL, one node and two (desk-postgres.ts).
 if (process.argv.includes("--database")) {
@@ -114,7 +115,7 @@ try {
     await r.arrayBuffer();
     return r.status;
   };
-  const direct = new UpstreamClient("fx", new URL(upstreamUrl), {}, 30_000);
+  const direct = new UpstreamClient("fx", new URL(upstreamUrl), NO_CREDENTIAL, 30_000);
   const viaDirect = async () => {
     const o = await direct.call("echo", args);
     if (o.kind !== "ok") throw new Error(`direct call: ${o.kind}`);

@@ -301,13 +301,14 @@ export function ledgerContract(adapter: string, open: () => Promise<LedgerUnderT
   });
 
   describe(`ledger contract (${adapter}): catalog`, () => {
-    const up = { name: "up", kind: "mcp" as const, url: "http://127.0.0.1:9/mcp", sealedHeaders: "sealed", headerNames: ["authorization"], now: T0 };
+    const up = { name: "up", kind: "mcp" as const, url: "http://127.0.0.1:9/mcp", auth: null, document: null, sealedFields: {}, now: T0 };
     const tool = (name: string, description = "") => ({
       name: `up__${name}`,
       upstreamTool: name,
       description,
       inputSchema: { type: "object" },
       listing: { title: name },
+      operation: null,
     });
 
     withLedger("an upstream with its tools; a taken name is EXISTS; every write moves the stamp", async (f) => {
@@ -319,8 +320,10 @@ export function ledgerContract(adapter: string, open: () => Promise<LedgerUnderT
         name: "up",
         kind: "mcp",
         url: up.url,
-        sealedHeaders: "sealed",
-        headerNames: ["authorization"],
+        sealedHeaders: null,
+        headerNames: [],
+        auth: null,
+        document: null,
         createdAt: T0,
         refreshedAt: T0,
       });

@@ -6,6 +6,8 @@ import { describe, expect, test } from "bun:test";
 import { parseDatabaseUrl } from "../../src/adapters/postgres/connection.ts";
 import { PostgresDeskLedger } from "../../src/adapters/postgres/ledger.ts";
 import { mcpConnector } from "../../src/adapters/mcp-upstream/connector.ts";
+import { restConnector } from "../../src/adapters/rest-upstream/connector.ts";
+import { openCredential } from "../../src/adapters/upstream-auth/open.ts";
 import { Desk } from "../../src/core/desk/desk.ts";
 import { hourOf } from "../../src/core/desk/period.ts";
 import { type CallContext, LedgerUnavailable } from "../../src/core/desk/ports.ts";
@@ -21,7 +23,8 @@ async function node(url: string, id: string, o: { lease?: { leaseMs: number; ren
   const ledger = await PostgresDeskLedger.open(parseDatabaseUrl(url), { nodeId: id, pool: { max: 4 }, ...o });
   const desk = await Desk.open({
     ledger,
-    connectors: { mcp: mcpConnector },
+    connectors: { mcp: mcpConnector, rest: restConnector },
+    openCredential,
     signer: loadSigner(generateSigningKey().privatePem),
     sealingKey: await importSealingKey(new Uint8Array(32)),
     now: () => NOW,

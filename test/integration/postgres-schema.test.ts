@@ -160,8 +160,8 @@ describe("the catalog version", () => {
     const there = new PostgresCatalog(new Db(ledger.pool(1), () => {}));
     await here.reload();
     expect(await here.changed()).toBe(false);
-    await there.addUpstream({ name: "up", kind: "mcp", url: "http://127.0.0.1:9/mcp", sealedHeaders: null, headerNames: [], now: 0 }, [
-      { name: "up__a", upstreamTool: "a", description: "", inputSchema: { type: "object" }, listing: {} },
+    await there.addUpstream({ name: "up", kind: "mcp", url: "http://127.0.0.1:9/mcp", auth: null, document: null, sealedFields: {}, now: 0 }, [
+      { name: "up__a", upstreamTool: "a", description: "", inputSchema: { type: "object" }, listing: {}, operation: null },
     ]);
     expect(await here.changed()).toBe(true);
     await here.reload();

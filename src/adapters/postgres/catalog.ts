@@ -9,7 +9,8 @@ import type { NewUpstream, ToolListing, ToolRecord, UpstreamRecord } from "../..
 import type { Db } from "./db.ts";
 import { classifyFailure, violatedConstraint } from "./errors.ts";
 import { toSafe } from "./money.ts";
-import { type ToolRow, toolOf, type UpstreamRow, upstreamOf } from "./rows.ts";
+import { writeFields } from "./credentials.ts";
+import { TOOL_COLUMNS, type ToolRow, toolOf, UPSTREAM_COLUMNS, type UpstreamRow, upstreamOf } from "./rows.ts";
 
 /** The catalog version the triggers on upstreams and tools move. */
 export async function readCatalogVersion(sql: SQL): Promise<number> {
@@ -17,17 +18,15 @@ export async function readCatalogVersion(sql: SQL): Promise<number> {
   return toSafe(row.version);
 }
 
-const TOOL_COLUMNS = "name, upstream, upstream_tool, description, input_schema, listing, price_mc, upstream_cost_mc, active";
-const UPSTREAM_COLUMNS = "name, url, sealed_headers, header_names, created_at, refreshed_at";
-
 async function writeTools(tx: SQL, upstream: string, tools: readonly ToolListing[]): Promise<void> {
   await tx`UPDATE tools SET active = false WHERE upstream = ${upstream}`;
   for (const t of tools) {
+    const operation = t.operation === null ? null : JSON.stringify(t.operation);
     await tx`
-      INSERT INTO tools (name, upstream, upstream_tool, description, input_schema, listing, active)
-      VALUES (${t.name}, ${upstream}, ${t.upstreamTool}, ${t.description}, ${JSON.stringify(t.inputSchema)}, ${JSON.stringify(t.listing)}, true)
+      INSERT INTO tools (name, upstream, upstream_tool, description, input_schema, listing, operation, active)
+      VALUES (${t.name}, ${upstream}, ${t.upstreamTool}, ${t.description}, ${JSON.stringify(t.inputSchema)}, ${JSON.stringify(t.listing)}, ${operation}, true)
       ON CONFLICT (name) DO UPDATE SET upstream_tool = excluded.upstream_tool, description = excluded.description,
-        input_schema = excluded.input_schema, listing = excluded.listing, active = true
+        input_schema = excluded.input_schema, listing = excluded.listing, operation = excluded.operation, active = true
         WHERE tools.upstream = excluded.upstream`;
   }
 }
@@ -50,17 +49,26 @@ export class PostgresCatalog implements CatalogStore {
 
   async addUpstream(upstream: NewUpstream, tools: readonly ToolListing[]): Promise<void> {
     try {
+      const doc = upstream.document;
       await this.db.tx(async (tx) => {
         await tx`
-          INSERT INTO upstreams (name, url, sealed_headers, header_names, created_at, refreshed_at)
-          VALUES (${upstream.name}, ${upstream.url}, ${upstream.sealedHeaders}, ${[...upstream.headerNames]}::text[],
-                  ${BigInt(upstream.now)}::bigint, ${BigInt(upstream.now)}::bigint)`;
+          INSERT INTO upstreams (name, url, sealed_headers, header_names, created_at, refreshed_at, kind, auth, openapi_url, openapi)
+          VALUES (${upstream.name}, ${upstream.url}, NULL, '{}'::text[], ${BigInt(upstream.now)}::bigint, ${BigInt(upstream.now)}::bigint,
+                  ${upstream.kind}, ${upstream.auth === null ? null : JSON.stringify(upstream.auth)},
+                  ${doc !== null && "url" in doc ? doc.url : null}, ${doc !== null && "inline" in doc ? JSON.stringify(doc.inline) : null})`;
         await writeTools(tx, upstream.name, tools);
+        // The sealed fields may hold a token the registration already got: stored with it.
+        await writeFields(tx, upstream.name, upstream.sealedFields);
       });
     } catch (err) {
       if (classifyFailure(err) === "constraint" && violatedConstraint(err) === "upstreams_pkey") throw new LedgerConflict("EXISTS");
       throw err;
     }
+  }
+
+  async storedDocument(upstream: string): Promise<Record<string, unknown> | null> {
+    const [row] = await this.db.run((sql) => sql`SELECT openapi FROM upstreams WHERE name = ${upstream}`);
+    return row?.openapi == null ? null : (JSON.parse(row.openapi) as Record<string, unknown>);
   }
 
   async refreshTools(upstream: string, tools: readonly ToolListing[], now: number): Promise<void> {

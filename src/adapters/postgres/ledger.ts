@@ -7,6 +7,7 @@ import type { SQL } from "bun";
 import type { DeskLedger, Log } from "../../core/desk/ports.ts";
 import { PostgresCatalog } from "./catalog.ts";
 import { PostgresCheck } from "./check.ts";
+import { PostgresCredentials } from "./credentials.ts";
 import { type DatabaseTarget, openPool, type PoolOptions } from "./connection.ts";
 import { Db, DEFAULT_DEADLINE_MS } from "./db.ts";
 import { PostgresKeys, PostgresOrgs } from "./keys.ts";
@@ -53,6 +54,7 @@ export class PostgresDeskLedger implements DeskLedger {
   readonly catalog: PostgresCatalog;
   readonly records: PostgresRecords;
   readonly sandbox: PostgresSandbox;
+  readonly credentials: PostgresCredentials;
   readonly check: PostgresCheck;
   readonly #sql: SQL;
   readonly #db: Db;
@@ -75,6 +77,7 @@ export class PostgresDeskLedger implements DeskLedger {
     this.catalog = new PostgresCatalog(this.#db);
     this.records = new PostgresRecords(this.#db, node);
     this.sandbox = new PostgresSandbox(this.#db);
+    this.credentials = new PostgresCredentials(this.#db);
     this.check = new PostgresCheck(this.#db);
   }
 

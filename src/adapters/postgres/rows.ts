@@ -3,8 +3,10 @@
 // (core/desk/records.ts). Money and times past 2^53 are a fault here, never rounded (toSafe).
 import type { PlainOutcome, ReceiptOutcome } from "../../core/desk/outcomes.ts";
 import type { Reset } from "../../core/desk/period.ts";
-import type { AuditEntry, DeskKey, Org, ReceiptRecord, SigningKeyRecord, ToolRecord, UpstreamRecord } from "../../core/desk/records.ts";
+import type { AuditEntry, DeskKey, Org, ReceiptRecord, SigningKeyRecord, ToolRecord, UpstreamKind, UpstreamRecord } from "../../core/desk/records.ts";
 import type { ReceiptJwk } from "../../core/receipt/index.ts";
+import type { RestOperation } from "../../core/rest/operation.ts";
+import type { AuthSettings } from "../../core/upstream/auth-config.ts";
 import { toSafe } from "./money.ts";
 
 type Int8 = bigint;
@@ -53,14 +55,30 @@ export function keyOf(r: KeyRow): DeskKey {
   };
 }
 
-export type UpstreamRow = { name: string; url: string; sealed_headers: string | null; header_names: string[]; created_at: Int8; refreshed_at: Int8 };
+export type UpstreamRow = {
+  name: string;
+  url: string;
+  sealed_headers: string | null;
+  header_names: string[];
+  created_at: Int8;
+  refreshed_at: Int8;
+  kind: UpstreamKind;
+  /** JSON text: the credential's settings, or NULL. */
+  auth: string | null;
+  openapi_url: string | null;
+};
+
+/** The columns of UpstreamRow: every one but the inline document, read only at refresh. */
+export const UPSTREAM_COLUMNS = "name, url, sealed_headers, header_names, created_at, refreshed_at, kind, auth, openapi_url";
 
 export const upstreamOf = (r: UpstreamRow): UpstreamRecord => ({
   name: r.name,
-  kind: "mcp",
+  kind: r.kind,
   url: r.url,
   sealedHeaders: r.sealed_headers,
   headerNames: r.header_names,
+  auth: r.auth === null ? null : (JSON.parse(r.auth) as AuthSettings),
+  document: r.kind !== "rest" ? null : r.openapi_url !== null ? { url: r.openapi_url } : { inline: true },
   createdAt: toSafe(r.created_at),
   refreshedAt: toSafe(r.refreshed_at),
 });
@@ -72,10 +90,15 @@ export type ToolRow = {
   description: string;
   input_schema: string;
   listing: string;
+  /** JSON text: a REST tool's stored operation, or NULL. */
+  operation: string | null;
   price_mc: Int8;
   upstream_cost_mc: Int8;
   active: boolean;
 };
+
+/** The columns of ToolRow. */
+export const TOOL_COLUMNS = "name, upstream, upstream_tool, description, input_schema, listing, operation, price_mc, upstream_cost_mc, active";
 
 export const toolOf = (r: ToolRow): ToolRecord => ({
   name: r.name,
@@ -84,6 +107,7 @@ export const toolOf = (r: ToolRow): ToolRecord => ({
   description: r.description,
   inputSchema: JSON.parse(r.input_schema) as Record<string, unknown>,
   listing: JSON.parse(r.listing) as Record<string, unknown>,
+  operation: r.operation === null ? null : (JSON.parse(r.operation) as RestOperation),
   priceMc: toSafe(r.price_mc),
   upstreamCostMc: toSafe(r.upstream_cost_mc),
   active: r.active,

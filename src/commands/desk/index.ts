@@ -7,6 +7,8 @@ import { mcpConnector } from "../../adapters/mcp-upstream/connector.ts";
 import { type DatabaseTarget, describeTarget } from "../../adapters/postgres/connection.ts";
 import type { LeaseTiming } from "../../adapters/postgres/node.ts";
 import { SigningKeyTaken } from "../../adapters/postgres/records.ts";
+import { restConnector } from "../../adapters/rest-upstream/connector.ts";
+import { openCredential } from "../../adapters/upstream-auth/open.ts";
 import { DESK_FLAGS, flagOf } from "../../cli/flags.ts";
 import { failure, info, type Streams } from "../../cli/voice.ts";
 import { importSealingKey } from "../../core/desk/seal.ts";
@@ -18,6 +20,7 @@ import { Desk } from "../../core/desk/desk.ts";
 import { ABANDON_MARGIN_MS } from "../../core/desk/limits.ts";
 import { type DeskLedger, LedgerUnavailable } from "../../core/desk/ports.ts";
 import { SealedHeadersError } from "../../core/desk/registry.ts";
+import { SealedFieldError } from "../../core/upstream/credential-store.ts";
 import { consoleRoutes } from "./console.ts";
 import { dataDirPaths, lockDataDir, openDeskLedger, prepareDataDir, readSecret, replaceSecretFile } from "./data-dir.ts";
 import { createHandler, type Handler } from "./http.ts";
@@ -208,7 +211,8 @@ async function startDesk(
   try {
     desk = await Desk.open({
       ledger,
-      connectors: { mcp: mcpConnector },
+      connectors: { mcp: mcpConnector, rest: restConnector },
+      openCredential,
       signer,
       sealingKey,
       upstreamTimeoutMs: timeoutMs,
@@ -218,7 +222,9 @@ async function startDesk(
     });
   } catch (err) {
     await ledger.close();
-    if (err instanceof SealedHeadersError) throw failure(err.message, `${paths.sealingKey} must be the key they were sealed with`);
+    if (err instanceof SealedHeadersError || err instanceof SealedFieldError) {
+      throw failure(err.message, `${paths.sealingKey} must be the key they were sealed with`);
+    }
     if (err instanceof SigningKeyTaken) {
       throw failure(
         `${paths.signingKey}: ${err.message}`,

@@ -177,10 +177,31 @@ const V5 = `
 ALTER TABLE tools ADD COLUMN listing TEXT NOT NULL DEFAULT '{}';
 `;
 
+// REST upstreams and upstream credentials. An upstream has a kind; a REST one keeps where its
+// OpenAPI document comes from (its URL, or the document itself, read again at refresh), and each
+// of its tools the operation its requests are built from. A credential's settings (its type,
+// token URL, client id: never a secret) sit on the upstream; its secrets and tokens are sealed
+// fields, one row each, written and deleted field by field.
+const V6 = `
+ALTER TABLE upstreams ADD COLUMN kind TEXT NOT NULL DEFAULT 'mcp' CHECK (kind IN ('mcp', 'rest'));
+ALTER TABLE upstreams ADD COLUMN auth TEXT;
+ALTER TABLE upstreams ADD COLUMN openapi_url TEXT;
+ALTER TABLE upstreams ADD COLUMN openapi TEXT;
+ALTER TABLE tools ADD COLUMN operation TEXT;
+
+CREATE TABLE upstream_credentials (
+  upstream TEXT NOT NULL REFERENCES upstreams(name),
+  field TEXT NOT NULL,
+  sealed TEXT NOT NULL,
+  PRIMARY KEY (upstream, field)
+) STRICT, WITHOUT ROWID;
+`;
+
 export const DESK_MIGRATIONS: readonly Migration[] = [
   { name: "desk ledger", sql: V1 },
   { name: "desk sandbox", sql: V2 },
   { name: "desk sandbox daily cap", sql: V3 },
   { name: "desk held results", sql: V4 },
   { name: "desk tool listing fields", sql: V5 },
+  { name: "desk rest upstreams and credentials", sql: V6 },
 ];
