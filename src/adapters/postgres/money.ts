@@ -15,6 +15,7 @@ import { periodOf, type Reset } from "../../core/desk/period.ts";
 import { newId } from "../../core/desk/secrets.ts";
 import type { PlainOutcome, ReceiptOutcome, SettleOutcome } from "../../core/desk/outcomes.ts";
 import type { ReceiptMaker, StoredReceipt } from "../../core/desk/ports.ts";
+import type { ReceiptRow } from "./rows.ts";
 
 /** The node taking the call, as its lease row knows it. */
 export type NodeLease = { id: string; epoch: number };
@@ -43,7 +44,7 @@ export type ReserveResult =
 
 export type SettleResult =
   | { kind: "settled"; receipt: StoredReceipt; remainingMc: number }
-  | { kind: "already_settled"; receipt: { id: string; envelope: string } | null; outcome: string | null; remainingMc: number };
+  | { kind: "already_settled"; receipt: ReceiptRow | null; outcome: SettleOutcome | null; remainingMc: number };
 
 export class ReservationMissing extends Error {
   override name = "ReservationMissing";
@@ -309,7 +310,10 @@ export async function settle(
     if (row === undefined) {
       const [prior] = await tx`SELECT key_id, period, outcome, receipt_id FROM reservations WHERE id = ${big(reservationId)}::bigint`;
       if (prior === undefined) throw new ReservationMissing(`no reservation ${reservationId}`);
-      const [receipt] = prior.receipt_id === null ? [] : await tx`SELECT id, envelope FROM receipts WHERE id = ${prior.receipt_id}`;
+      const [receipt] =
+        prior.receipt_id === null
+          ? []
+          : await tx`SELECT id, org_id, key_id, seq, issued_at, tool, outcome, period, amount_mc, kid, sha256, envelope FROM receipts WHERE id = ${prior.receipt_id}`;
       return { kind: "already_settled", receipt: receipt ?? null, outcome: prior.outcome, remainingMc: await remainingOf(tx, prior.key_id, prior.period) };
     }
     const priceMc = toSafe(row.price_mc);

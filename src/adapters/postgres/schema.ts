@@ -220,4 +220,27 @@ CREATE TRIGGER upstreams_catalog AFTER INSERT OR UPDATE OR DELETE OR TRUNCATE ON
 CREATE TRIGGER tools_catalog AFTER INSERT OR UPDATE OR DELETE OR TRUNCATE ON tools FOR EACH STATEMENT EXECUTE FUNCTION bump_catalog_version();
 `;
 
-export const POSTGRES_MIGRATIONS: readonly Migration[] = [{ name: "desk ledger", sql: V1 }];
+// REST upstreams and upstream credentials (as SQLite's V6). An upstream has a kind; a REST one
+// keeps where its OpenAPI document comes from (its URL, or the document itself, read again at
+// refresh), and each of its tools the operation its requests are built from. A credential's
+// settings (never a secret) sit on the upstream; its secrets and tokens are sealed fields, one
+// row each, written and deleted field by field, committed durably (synchronous_commit stays on).
+const V2 = `
+ALTER TABLE upstreams ADD COLUMN kind text NOT NULL DEFAULT 'mcp' CHECK (kind IN ('mcp', 'rest'));
+ALTER TABLE upstreams ADD COLUMN auth text CHECK (auth IS NULL OR auth::json IS NOT NULL);
+ALTER TABLE upstreams ADD COLUMN openapi_url text;
+ALTER TABLE upstreams ADD COLUMN openapi text CHECK (openapi IS NULL OR openapi::json IS NOT NULL);
+ALTER TABLE tools ADD COLUMN operation text CHECK (operation IS NULL OR operation::json IS NOT NULL);
+
+CREATE TABLE upstream_credentials (
+  upstream text COLLATE "C" NOT NULL REFERENCES upstreams(name),
+  field text COLLATE "C" NOT NULL,
+  sealed text NOT NULL,
+  PRIMARY KEY (upstream, field)
+);
+`;
+
+export const POSTGRES_MIGRATIONS: readonly Migration[] = [
+  { name: "desk ledger", sql: V1 },
+  { name: "desk rest upstreams and credentials", sql: V2 },
+];

@@ -4,6 +4,7 @@ import type { Catalog } from "./catalog.ts";
 import type { Clock, DeskLedger, Log } from "./ports.ts";
 import type { UpstreamRegistry } from "./registry.ts";
 import type { Signing } from "./signing.ts";
+import type { UnsettledCalls } from "./unsettled.ts";
 
 export type DeskContext = {
   readonly ledger: DeskLedger;
@@ -13,4 +14,6 @@ export type DeskContext = {
   readonly catalog: Catalog;
   readonly registry: UpstreamRegistry;
   readonly signing: Signing;
+  /** Settlements whose outcome the ledger left unknown, resolved once it answers again. */
+  readonly unsettled: UnsettledCalls;
 };
