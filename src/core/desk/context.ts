@@ -4,6 +4,7 @@ import type { Catalog } from "./catalog.ts";
 import type { Clock, DeskLedger, Log } from "./ports.ts";
 import type { UpstreamRegistry } from "./registry.ts";
 import type { Signing } from "./signing.ts";
+import type { UnsettledCalls } from "./unsettled.ts";
 
 export type DeskContext = {
   readonly ledger: DeskLedger;
@@ -15,4 +16,6 @@ export type DeskContext = {
   readonly signing: Signing;
   /** Told after a commit that wrote budget alerts (the delivery loop looks at once). */
   readonly alertsWritten: () => void;
+  /** Settlements whose outcome the ledger left unknown, resolved once it answers again. */
+  readonly unsettled: UnsettledCalls;
 };

@@ -14,8 +14,8 @@ export type PlainOutcome = "refused_rate_limited" | "refused_tool_unknown" | "re
 /** Outcomes that settle a reservation (everything a receipt carries but the two refusals before it). */
 export type SettleOutcome = Exclude<ReceiptOutcome, "refused_not_allowed" | "refused_budget" | "refused_org_budget">;
 
-/** Answers recorded nowhere: no key was identified, the request itself was refused, or the desk failed. */
-export type UnrecordedOutcome = "refused_key_invalid" | "refused_request" | "internal_error";
+/** Answers recorded nowhere: no key was identified, the request itself was refused, the desk failed, or its ledger could not serve. */
+export type UnrecordedOutcome = "refused_key_invalid" | "refused_request" | "internal_error" | "ledger_unavailable";
 
 export type ClearingOutcomeName = ReceiptOutcome | PlainOutcome | UnrecordedOutcome;
 
@@ -65,5 +65,6 @@ export function refusal(
 
 /** A request refused before the clearing path could identify a key (its body, its path) or a fault of the desk. */
 export function unrecorded(code: ErrorCode): ClearingOutcome {
-  return refusal(code, code === "INTERNAL" ? "internal_error" : "refused_request", { priceMc: 0, remainingMc: null });
+  const outcome = code === "INTERNAL" ? "internal_error" : code === "LEDGER_UNAVAILABLE" ? "ledger_unavailable" : "refused_request";
+  return refusal(code, outcome, { priceMc: 0, remainingMc: null });
 }

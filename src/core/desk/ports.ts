@@ -5,6 +5,7 @@
 import type { AlertOutbox } from "../finance/alert-outbox.ts";
 import type { OrgRecordFields } from "../finance/org-records.ts";
 import type { StatementReceipt, StatementRecord } from "../finance/statement.ts";
+import { WireError } from "../errors.ts";
 import type { ReceiptJwk } from "../receipt/index.ts";
 import type { AuthSettings } from "../upstream/auth-config.ts";
 import type { Credential } from "../upstream/credential.ts";
@@ -48,6 +49,19 @@ export class LedgerConflict extends Error {
   override name = "LedgerConflict";
   constructor(readonly code: "EXISTS" | "MISSING" | "OVER_BUDGET") {
     super(code);
+  }
+}
+
+/**
+ * The ledger cannot serve now (a network database unreachable, a transaction that failed, this
+ * node's lease not held): answered 503 LEDGER_UNAVAILABLE by every face, and on the clearing
+ * path before any upstream call. Whether a write that failed this way committed is unknown to
+ * the caller (a COMMIT whose answer was lost).
+ */
+export class LedgerUnavailable extends WireError {
+  override name = "LedgerUnavailable";
+  constructor(readonly reason: string) {
+    super("LEDGER_UNAVAILABLE");
   }
 }
 
@@ -135,7 +149,11 @@ export interface MoneyLedger {
   reserve(ctx: CallContext, make: ReceiptMaker): Promise<ReserveResult>;
   /** Charges or refunds an open reservation, into the periods (the key's, the org's) it was taken from. */
   settle(settlement: Settlement, make: ReceiptMaker): Promise<SettleResult>;
-  /** Ids of reservations still open that were taken before `beforeMs` (all of them: Infinity). */
+  /**
+   * Ids of reservations nobody else will settle: this desk's own still open that were taken
+   * before `beforeMs` (all of them: Infinity), and, where several desk nodes share the ledger,
+   * every open one of a node whose lease has run out.
+   */
   openReservations(beforeMs: number): Promise<number[]>;
   /** Keeps a result until `heldUntil`; past ones go first and a key keeps its `perKey` newest. */
   holdResult(held: HeldResult & { now: number; perKey: number }): Promise<void>;
@@ -176,6 +194,11 @@ export interface CatalogStore {
   tools(): Promise<ToolRecord[]>;
   /** False when there is no such tool. */
   setPrice(name: string, priceMc: number, upstreamCostMc: number): Promise<boolean>;
+  /**
+   * A value that changes whenever an upstream, a tool or a price changes, through this desk or
+   * any other sharing the ledger: the desk reloads its catalog when it moved.
+   */
+  stamp(): Promise<number>;
 }
 
 export interface RecordStore {
@@ -189,7 +212,7 @@ export interface RecordStore {
   heldResult(receiptId: string, now: number): Promise<HeldResult | null>;
   /** Which of these receipts have a result held at `now`. */
   heldAmong(receiptIds: readonly string[], now: number): Promise<Set<string>>;
-  /** Publishes a signing key; every other one is retired at `now`. */
+  /** Publishes a signing key; every other one of this desk (node) is retired at `now`. */
   addSigningKey(kid: string, publicJwk: ReceiptJwk, now: number): Promise<void>;
   signingKeys(): Promise<SigningKeyRecord[]>;
   meta(name: string): Promise<string | null>;
@@ -320,6 +343,8 @@ export interface DeskLedger {
   readonly alerts: AlertStore;
   readonly credentials: CredentialStores;
   readonly check: LedgerCheck;
+  /** Whether the ledger can serve calls now (GET /healthz): reachable, and this node's lease held. */
+  healthy(): Promise<boolean>;
   /** Finishes background work and closes; nothing is lost that a method had answered. */
   close(): Promise<void>;
 }

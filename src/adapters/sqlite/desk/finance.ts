@@ -2,7 +2,7 @@
 // IMMEDIATE transaction: the budget row, the org's chain of records (append-only, triggers in
 // the migration) and the top-up's reference (unique per org) commit together or not at all.
 // The money path (money.ts) reads and writes the same rows inside its own transactions.
-import { periodOf, type Reset } from "../../../core/desk/period.ts";
+import { periodOf, periodStart } from "../../../core/desk/period.ts";
 import type { BudgetChange, BudgetChangeResult, Clock, FinanceStore, OrgRecordMaker, StatementData, Topup, TopupResult } from "../../../core/desk/ports.ts";
 import type { OrgBudget, StoredOrgRecord } from "../../../core/desk/records.ts";
 import { newId } from "../../../core/desk/secrets.ts";
@@ -187,11 +187,3 @@ export class SqliteFinance implements FinanceStore {
 
 /** Thrown inside a first budget's transaction to roll back the reservations it marked. */
 class OverBudget extends Error {}
-
-/** The first millisecond of the period at `now` (0 for a budget without reset: every reservation counts). */
-function periodStart(reset: Reset, now: number): number {
-  const d = new Date(now);
-  if (reset === "daily") return Date.UTC(d.getUTCFullYear(), d.getUTCMonth(), d.getUTCDate());
-  if (reset === "monthly") return Date.UTC(d.getUTCFullYear(), d.getUTCMonth(), 1);
-  return 0;
-}
