@@ -5,10 +5,8 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { Webhook } from "standardwebhooks";
 import { AlertDelivery } from "../../src/adapters/webhooks/alert-delivery.ts";
-import { SqliteDeskLedger } from "../../src/adapters/sqlite/desk/ledger.ts";
 import { alertEventProblem } from "../../src/core/finance/alerts.ts";
 import { newWebhookSecret, parseWebhookSecret, verifyWebhookV1a } from "../../src/core/finance/standard-webhooks.ts";
-import { describeAlertOutboxContract } from "../helpers/alert-outbox-contract.ts";
 import { startUpstreamFixture, type UpstreamFixture } from "../fixtures/upstream-server.ts";
 import { makeDeskOnFixture, manualClock, type TestDesk } from "./desk-harness.ts";
 
@@ -174,20 +172,4 @@ describe("delivery from the ledger's outbox", () => {
     }[];
     expect(row).toMatchObject({ alert_id: [...ids][0], state: "delivered", attempts: 2 });
   });
-});
-
-describeAlertOutboxContract("the SQLite desk ledger", () => {
-  const ledger = new SqliteDeskLedger(":memory:");
-  ledger.testOnlyDatabase().query("INSERT INTO orgs (id, name, created_at) VALUES ('org_c', 'c', 0)").run();
-  // Each alert its own threshold row: the contract writes many at one moment.
-  let n = 0;
-  return {
-    outbox: ledger.alerts,
-    add: (id, body, atMs) => {
-      ledger.alerts.writeNow([
-        { id, scope: "org", subjectId: "org_c", orgId: "org_c", keyId: "key_c", period: "none", thresholdPct: 80, budgetMc: ++n, body, createdAt: atMs },
-      ]);
-    },
-    close: () => ledger.close(),
-  };
 });

@@ -11,6 +11,7 @@ import type { OrgRecordEnvelope, OrgRecordFields } from "../../core/finance/org-
 import type { Receipt } from "../../core/receipt/types.ts";
 import type { Db } from "./db.ts";
 import { toSafe } from "./money.ts";
+import { percentagesOf } from "./rows.ts";
 
 type BudgetRow = { budget_mc: bigint | null; reset: Reset; period: string; spent_mc: bigint };
 
@@ -126,7 +127,7 @@ export class PostgresFinance implements FinanceStore {
 
   async thresholds(orgId: string): Promise<readonly number[] | null> {
     const [row] = await this.db.run((sql) => sql`SELECT alert_thresholds FROM orgs WHERE id = ${orgId}`);
-    return row === undefined ? null : (row.alert_thresholds as number[]);
+    return row === undefined ? null : percentagesOf(row.alert_thresholds);
   }
 
   async setThresholds(orgId: string, thresholds: readonly number[]): Promise<boolean> {

@@ -11,7 +11,7 @@ import { DEFAULT_THRESHOLDS } from "../../core/finance/alerts.ts";
 import type { Db } from "./db.ts";
 import { classifyFailure, violatedConstraint } from "./errors.ts";
 import type { NodeSession } from "./node.ts";
-import { type KeyRow, keyOf, type OrgRow, orgOf } from "./rows.ts";
+import { type KeyRow, keyOf, type OrgRow, orgOf, percentagesOf } from "./rows.ts";
 
 const KEY_COLUMNS =
   "id, org_id, name, lookup, secret_sha256, budget_mc, spent_mc, reset, period, allow, prices, expires_at, revoked_at, created_at, fail_hour, fail_count, alert_thresholds";
@@ -102,7 +102,7 @@ export class PostgresKeys implements KeyStore {
                  allow = ${patch.allow === undefined ? key.allow : [...patch.allow]}::text[],
                  prices = ${patch.prices === undefined ? key.prices : { ...patch.prices }}::jsonb,
                  expires_at = ${expires}::bigint,
-                 alert_thresholds = ${[...(patch.alertThresholds ?? key.alert_thresholds)]}::integer[],
+                 alert_thresholds = ${[...(patch.alertThresholds ?? percentagesOf(key.alert_thresholds))]}::integer[],
                  spent_mc = CASE WHEN ${period} >= period THEN (CASE WHEN period = ${period} THEN spent_mc ELSE 0 END) ELSE spent_mc END,
                  period = CASE WHEN ${period} >= period THEN ${period} ELSE period END
            WHERE id = ${id}

@@ -24,7 +24,7 @@ import type { PlainOutcome, ReceiptOutcome, SettleOutcome } from "../../core/des
 import type { ReceiptMaker, StoredReceipt } from "../../core/desk/ports.ts";
 import type { ScopeOutcome } from "../../core/finance/alerts.ts";
 import { lesser, orgPeriodsAt, orgRoom, orgScopeAt, writeAlerts } from "./org-money.ts";
-import type { ReceiptRow } from "./rows.ts";
+import { percentagesOf, type ReceiptRow } from "./rows.ts";
 
 /** The node taking the call, as its lease row knows it. */
 export type NodeLease = { id: string; epoch: number };
@@ -79,7 +79,7 @@ type KeyState = {
   expires_at: bigint | null;
   fail_hour: string;
   fail_count: number;
-  alert_thresholds: number[];
+  alert_thresholds: ArrayLike<number>;
 };
 
 /** What `key` has spent in `period`: its row holds its latest period's spend only. */
@@ -149,7 +149,7 @@ type ChainHead = {
   reset: Reset;
   receipt_seq: bigint;
   receipt_head_sha256: string | null;
-  alert_thresholds: number[];
+  alert_thresholds: ArrayLike<number>;
 };
 
 /** A reservation statement's hit: the lesser of the key's room and its org's. */
@@ -296,7 +296,7 @@ async function keyRefusal(tx: SQL, key: KeyState, c: CallInput, receiptId: strin
     keyId: key.id,
     period: c.period,
     budgetMc: toSafe(key.budget_mc),
-    thresholds: key.alert_thresholds,
+    thresholds: percentagesOf(key.alert_thresholds),
     chargedBeforeMc: chargedMc,
     chargedAfterMc: chargedMc,
     cause: "refusal",
@@ -496,7 +496,7 @@ async function chargeOutcomes(
       subjectId: row.key_id,
       period: row.reserved_period,
       budgetMc: toSafe(row.budget_mc),
-      thresholds: row.alert_thresholds,
+      thresholds: percentagesOf(row.alert_thresholds),
       chargedBeforeMc: after - priceMc,
       chargedAfterMc: after,
     });
@@ -511,7 +511,7 @@ async function chargeOutcomes(
       subjectId: row.reserved_org_id,
       period: row.org_period,
       budgetMc: org.budget_mc === null ? null : toSafe(org.budget_mc),
-      thresholds: org.alert_thresholds as number[],
+      thresholds: percentagesOf(org.alert_thresholds),
       chargedBeforeMc: after - priceMc,
       chargedAfterMc: after,
     });

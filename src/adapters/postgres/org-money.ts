@@ -7,6 +7,7 @@ import { periodOf } from "../../core/desk/period.ts";
 import { newId } from "../../core/desk/secrets.ts";
 import { alertsOf, type NewAlert, type ScopeOutcome } from "../../core/finance/alerts.ts";
 import { toSafe } from "./money.ts";
+import { percentagesOf } from "./rows.ts";
 
 /** The periods an org row's reset maps `now` to, as the SQL below reads them. */
 export const orgPeriodsAt = (now: number) => ({ daily: periodOf("daily", now), monthly: periodOf("monthly", now) });
@@ -41,7 +42,7 @@ export async function orgScopeAt(sql: SQL, orgId: string, now: number) {
     rowPeriod: row.row_period as string,
     chargedMc: toSafe(row.charged),
     budgetMc: row.budget_mc === null ? null : toSafe(row.budget_mc),
-    thresholds: row.alert_thresholds as number[],
+    thresholds: percentagesOf(row.alert_thresholds),
   };
 }
 
