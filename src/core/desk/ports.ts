@@ -302,7 +302,8 @@ export interface AlertStore extends AlertOutbox {
   list(filter: { orgId: string | null; limit: number }): Promise<AlertRecord[]>;
   /**
    * Frees the leases of attempts no process is running any more, so their alerts are sent again
-   * at once under their ids (SQLite: every lease, as one desk holds the data directory).
+   * at once under their ids (SQLite: every lease, as one desk holds the data directory;
+   * PostgreSQL: those of this node's id, never another live node's).
    */
   releaseLeases(): Promise<number>;
 }
