@@ -3,6 +3,7 @@
 import { expect } from "bun:test";
 import { join } from "node:path";
 import { Desk } from "../../src/core/desk/desk.ts";
+import type { ApproverConnection } from "../../src/core/desk/ports.ts";
 import { createHandler, type Handler } from "../../src/commands/desk/http.ts";
 import { importSealingKey } from "../../src/core/desk/seal.ts";
 import { sha256 } from "../../src/core/desk/secrets.ts";
@@ -40,7 +41,9 @@ export type TestDesk = {
   makeKey(body: Record<string, unknown>): Promise<{ orgId: string; keyId: string; secret: string }>;
 } & AsyncDisposable;
 
-export async function makeDesk(options: { now?: () => number; upstreamTimeoutMs?: number } = {}): Promise<TestDesk> {
+export type TestDeskOptions = { now?: () => number; upstreamTimeoutMs?: number; approver?: ApproverConnection };
+
+export async function makeDesk(options: TestDeskOptions = {}): Promise<TestDesk> {
   const tmp = tempDir("desk-int-");
   const dbPath = join(tmp.path, "desk.db");
   const ledger = new SqliteDeskLedger(dbPath, { backgroundCheckpointMs: 200 });
@@ -53,6 +56,7 @@ export async function makeDesk(options: { now?: () => number; upstreamTimeoutMs?
     now: options.now,
     upstreamTimeoutMs: options.upstreamTimeoutMs ?? 5000,
     log: (line) => logs.push(line),
+    ...(options.approver ? { approver: options.approver } : {}),
   });
   const handler = createHandler(desk, { adminTokenSha256: sha256(ADMIN_TOKEN), onInternal: (err) => logs.push(`internal: ${String(err)}`) });
   const admin = (method: string, path: string, body?: unknown) =>
@@ -104,7 +108,7 @@ export async function makeDesk(options: { now?: () => number; upstreamTimeoutMs?
 export async function makeDeskOnFixture(
   fxUrl: string,
   prices: { tools: readonly string[]; priceMc: number; upstreamCostMc: number },
-  options: { now?: () => number; upstreamTimeoutMs?: number } = {},
+  options: TestDeskOptions = {},
 ): Promise<TestDesk> {
   const t = await makeDesk(options);
   expect((await t.admin("POST", "/admin/upstreams", { name: "fx", url: fxUrl })).status).toBe(201);

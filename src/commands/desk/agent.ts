@@ -18,7 +18,14 @@ export function clearingHeaders(o: ClearingOutcome): Record<string, string> {
     "x-clearing-remaining-mc": String(o.remainingMc ?? 0),
   };
   if (o.receipt) headers["x-clearing-receipt-id"] = o.receipt.receipt.id;
+  if (o.approval) headers["x-clearing-approval-id"] = o.approval.approvalId;
   return headers;
+}
+
+/** What a call that waits for a person adds to its answer: the id to repeat it with, and until when. */
+export function pendingFields(o: ClearingOutcome): { approval_id?: string; expires_at?: string } {
+  if (o.approval?.expiresAt === undefined) return {};
+  return { approval_id: o.approval.approvalId, expires_at: new Date(o.approval.expiresAt).toISOString() };
 }
 
 /** POST /v1/tools/{tool}. `onInternal` hears a fault of the desk (answered 500 INTERNAL, with the headers). */
@@ -32,7 +39,7 @@ export async function toolCall(desk: Desk, req: Request, tool: string, onInterna
   }
   let o: ClearingOutcome;
   try {
-    o = await desk.clear(bearer(req), tool, args, req.signal);
+    o = await desk.clear(bearer(req), tool, args, { agentGone: req.signal, approvalId: req.headers.get("x-clearing-approval") });
   } catch (err) {
     // A fault of the desk (the ledger unavailable, say): a reservation it left open is refunded
     // by the sweep; the agent still gets the clearing headers.
@@ -41,7 +48,10 @@ export async function toolCall(desk: Desk, req: Request, tool: string, onInterna
   }
   const headers = clearingHeaders(o);
   if (o.status === 200) return Response.json({ result: o.result, receipt: o.receipt }, { headers });
-  const body: { error: ErrorCode; problems?: unknown; receipt?: Envelope } = { error: o.error! };
+  const body: { error: ErrorCode; problems?: unknown; receipt?: Envelope; approval_id?: string; expires_at?: string } = {
+    error: o.error!,
+    ...pendingFields(o),
+  };
   if (o.problems) body.problems = o.problems;
   if (o.receipt) body.receipt = o.receipt;
   return Response.json(body, { status: o.status, headers });

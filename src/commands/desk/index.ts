@@ -3,6 +3,8 @@
 // before anything listens.
 import { existsSync } from "node:fs";
 import { serveHardened } from "../../adapters/bun/serve.ts";
+import { ApproverLink } from "../../adapters/approver-link/client.ts";
+import { FileDecisionKeys } from "../../adapters/approver-link/decision-keys.ts";
 import { mcpConnector } from "../../adapters/mcp-upstream/connector.ts";
 import type { SqliteDeskLedger } from "../../adapters/sqlite/desk/ledger.ts";
 import { DESK_FLAGS, flagOf } from "../../cli/flags.ts";
@@ -13,12 +15,13 @@ import { urlHost } from "../../core/http/listen.ts";
 import { generateSigningKey, loadSigner, ReceiptKeyError } from "../../core/receipt/index.ts";
 import { checkLedger } from "../../core/desk/check.ts";
 import { Desk } from "../../core/desk/desk.ts";
-import { ABANDON_MARGIN_MS } from "../../core/desk/limits.ts";
+import { ABANDON_MARGIN_MS, APPROVER_TIMEOUT_MS } from "../../core/desk/limits.ts";
+import type { ApproverConnection } from "../../core/desk/ports.ts";
 import { SealedHeadersError } from "../../core/desk/registry.ts";
 import { consoleRoutes } from "./console.ts";
 import { dataDirPaths, lockDataDir, openDeskLedger, prepareDataDir, readSecret, replaceSecretFile } from "./data-dir.ts";
 import { createHandler, type Handler } from "./http.ts";
-import { type DeskRun, deskSettings } from "./settings.ts";
+import { type ApproverSettings, type DeskRun, deskSettings } from "./settings.ts";
 
 export type { DeskFlags } from "./settings.ts";
 
@@ -30,7 +33,7 @@ const CHECKPOINT_EVERY_MS = 200;
 /** Runs the desk until SIGINT or SIGTERM. */
 export async function runDesk(run: DeskRun): Promise<void> {
   const { streams, flags } = run;
-  const { listenText, listen, timeoutMs, allowedHosts, allowUpstreamHosts, configured, tls } = deskSettings(run);
+  const { listenText, listen, timeoutMs, allowedHosts, allowUpstreamHosts, configured, tls, approver } = deskSettings(run);
   const log = (line: string) => info(streams, line);
 
   // The port comes first: a desk that cannot listen has created no file and shown no token.
@@ -60,7 +63,7 @@ export async function runDesk(run: DeskRun): Promise<void> {
 
   let started: Awaited<ReturnType<typeof startDesk>>;
   try {
-    started = await startDesk(run, { configured, timeoutMs, allowUpstreamHosts, log });
+    started = await startDesk(run, { configured, timeoutMs, allowUpstreamHosts, approver, log });
   } catch (err) {
     startFailed(err);
     await server.stop(true);
@@ -101,7 +104,13 @@ export async function runDesk(run: DeskRun): Promise<void> {
 /** The data directory, keys, ledger, admin token and Desk, once the port is known to be free. */
 async function startDesk(
   run: DeskRun,
-  o: { configured: { token: string; from: string } | null; timeoutMs: number; allowUpstreamHosts: string[]; log: (line: string) => void },
+  o: {
+    configured: { token: string; from: string } | null;
+    timeoutMs: number;
+    allowUpstreamHosts: string[];
+    approver: ApproverSettings | null;
+    log: (line: string) => void;
+  },
 ): Promise<{ desk: Desk; ledger: SqliteDeskLedger; lock: ReturnType<typeof lockDataDir>; sweep: ReturnType<typeof setInterval>; adminHash: Uint8Array }> {
   const { streams, flags } = run;
   const { configured, timeoutMs, allowUpstreamHosts, log } = o;
@@ -154,6 +163,7 @@ async function startDesk(
       log,
       storeSigningKey: (pem) => replaceSecretFile(paths.signingKey, pem),
       allowUpstreamHosts,
+      ...(o.approver === null ? {} : { approver: approverConnection(o.approver) }),
     });
   } catch (err) {
     await ledger.close();
@@ -161,6 +171,10 @@ async function startDesk(
     throw err;
   }
   if (created.length > 0) log(`created ${created.join(", ")} in ${paths.path}`);
+  if (o.approver !== null) {
+    const a = o.approver;
+    log(`approver: ${a.url.href} (trusting ${a.tls.caSubject}), acting on decisions signed by ${a.keys.kids.join(", ")} (${a.keysPath})`);
+  }
   streams.out(`receipt signing key: kid ${signer.kid}\n`);
 
   // Whatever was in flight when the last desk stopped can no longer be answered: refund it.
@@ -172,6 +186,14 @@ async function startDesk(
     Math.max(1000, (timeoutMs + ABANDON_MARGIN_MS) / 2),
   );
   return { desk, ledger, lock, sweep, adminHash };
+}
+
+/** The link to the approver, over mutual TLS with the desk's own certificate. */
+function approverConnection(a: ApproverSettings): ApproverConnection {
+  return {
+    approver: new ApproverLink({ baseUrl: a.url, tls: { cert: a.tls.cert, key: a.tls.key, ca: a.tls.ca }, timeoutMs: APPROVER_TIMEOUT_MS }),
+    keys: new FileDecisionKeys(a.keysPath, a.keys),
+  };
 }
 
 /** `desk check`: exit 0 when the ledger is sound, else a failure listing what is wrong. */

@@ -4,15 +4,15 @@
 // binary from its data directory.
 import type { Envelope, Jwks, ReceiptSigner } from "../receipt/index.ts";
 import { Catalog, type ToolEntry } from "./catalog.ts";
-import { allowedTools, clear, validKey } from "./clearing.ts";
+import { allowedTools, type ClearingCall, clear, validKey } from "./clearing.ts";
 import type { DeskContext } from "./context.ts";
 import * as keys from "./keys.ts";
 import { DEFAULT_UPSTREAM_TIMEOUT_MS } from "./limits.ts";
 import type { ClearingOutcome } from "./outcomes.ts";
-import type { Clock, DeskLedger, Log, ReceiptMaker, SigningKeyStore, UpstreamConnectors } from "./ports.ts";
+import type { ApproverConnection, Clock, DeskLedger, Log, ReceiptMaker, SigningKeyStore, UpstreamConnectors } from "./ports.ts";
 import * as receipts from "./receipts.ts";
 import type { AuditEntry, AuditFilter, DeskKey, KeyPatch, Org, ReceiptRecord, SandboxSettings, ToolRecord, UpstreamRecord } from "./records.ts";
-import { sweepAbandoned, sweepStale } from "./recovery.ts";
+import { sweepAbandoned, sweepApprovals, sweepStale } from "./recovery.ts";
 import { UpstreamRegistry } from "./registry.ts";
 import * as sandbox from "./sandbox.ts";
 import type { SealingKey } from "./seal.ts";
@@ -32,6 +32,8 @@ export type DeskOptions = {
   storeSigningKey?: SigningKeyStore;
   /** Link-local or unspecified upstream hosts the operator allows (--allow-upstream-host), as URL hostnames. */
   allowUpstreamHosts?: readonly string[];
+  /** The approver and its pinned decision keys (--approver): without it, a call above its key's threshold is 503. */
+  approver?: ApproverConnection;
 };
 
 export class Desk {
@@ -58,7 +60,7 @@ export class Desk {
       log,
     });
     const signing = new Signing(options.signer, options.ledger.records, options.storeSigningKey ?? (() => {}), now);
-    const desk = new Desk({ ledger: options.ledger, now, log, upstreamTimeoutMs, catalog, registry, signing });
+    const desk = new Desk({ ledger: options.ledger, now, log, upstreamTimeoutMs, catalog, registry, signing, approver: options.approver ?? null });
     await signing.publish();
     await registry.openStored();
     await catalog.reload();
@@ -75,9 +77,9 @@ export class Desk {
 
   // --- agents ---------------------------------------------------------------------------------
 
-  /** The clearing path (clearing.ts). */
-  clear(keySecret: string | null, toolName: string, args: unknown, agentGone?: AbortSignal): Promise<ClearingOutcome> {
-    return clear(this.#d, keySecret, toolName, args, agentGone);
+  /** The clearing path (clearing.ts); `call` carries the approval a repeat names and the agent's disconnect. */
+  clear(keySecret: string | null, toolName: string, args: unknown, call: ClearingCall = {}): Promise<ClearingOutcome> {
+    return clear(this.#d, keySecret, toolName, args, call);
   }
 
   /** The key a secret opens now, or null (unknown, revoked, expired, malformed). */
@@ -228,6 +230,11 @@ export class Desk {
 
   sweepStale(): Promise<number> {
     return sweepStale(this.#d);
+  }
+
+  /** Settles the reservations whose approval can no longer be used (recovery.ts). */
+  sweepApprovals(): Promise<number> {
+    return sweepApprovals(this.#d);
   }
 
   async close(): Promise<void> {
