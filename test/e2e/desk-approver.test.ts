@@ -38,7 +38,11 @@ let deskArgs: string[];
 
 beforeAll(async () => {
   fx = startUpstreamFixture();
-  for (const args of [["certs", certs.link], ["certs", certs.desk, "--desk"]]) expect((await runBinary(args)).code).toBe(0);
+  for (const args of [
+    ["certs", certs.link],
+    ["certs", certs.desk, "--desk"],
+  ])
+    expect((await runBinary(args)).code).toBe(0);
   const db = join(tmp.path, "state", "asks.db");
   approverArgs = [
     "approver",
