@@ -787,3 +787,156 @@ async function* lines(stream: ReadableStream<Uint8Array>): AsyncGenerator<string
     }
   }
 }
+
+describe("what awaits a person is kept apart (open_asks)", () => {
+  const openIds = (path: string) => {
+    const raw = new Database(path, { readonly: true });
+    const ids = (raw.query("SELECT approval_id FROM open_asks ORDER BY approval_id").all() as { approval_id: string }[]).map((r) => r.approval_id);
+    raw.close();
+    return ids;
+  };
+  const openRows = (path: string) => {
+    const raw = new Database(path, { readonly: true });
+    const rows = raw.query("SELECT approval_id, expires_at FROM open_asks ORDER BY approval_id").all();
+    raw.close();
+    return rows;
+  };
+
+  test("an ask is open from its creation until it is decided, its step starts or its expiry is recorded", () => {
+    using tmp = tempDir();
+    const { path, clock } = fixture(tmp.path);
+    const ledger = AskLedger.open(path, clock.now, TEST_SIGNER);
+    clock.ms += 1000;
+    // fixture: PAYPAYPAY0, the account ask, EXP1RED000 (now past its expiry, not yet recorded) and SPEND00000 are open
+    expect(openIds(path)).toEqual(["EXP1RED000", ACCOUNT.approval_id, "PAYPAYPAY0", "SPEND00000"].sort());
+    expect(ledger.listPending().map((s) => s.ask.approval_id)).toEqual(["PAYPAYPAY0", ACCOUNT.approval_id, "SPEND00000"]);
+    expect(ledger.countPending()).toBe(3);
+    ledger.sealExpired();
+    expect(openIds(path)).not.toContain("EXP1RED000");
+    ledger.decide("SPEND00000", "denied", { recapSha256: RECAP });
+    ledger.startStep("PAYPAYPAY0", RECAP);
+    expect(openIds(path)).toEqual([ACCOUNT.approval_id]);
+    expect(ledger.countPending()).toBe(1);
+    clock.ms += 2 * TEN_MIN;
+    expect(ledger.countPending()).toBe(0);
+    expect(ledger.nextExpiry()).toBeUndefined();
+    ledger.close();
+  });
+
+  const ATTACKS: [string, string, string][] = [
+    ["hiding an open ask", "DELETE FROM open_asks WHERE approval_id = 'PAYPAYPAY0'", "open_asks_close_once_done"],
+    ["moving an open ask's expiry", "UPDATE open_asks SET expires_at = expires_at + 1 WHERE approval_id = 'PAYPAYPAY0'", "open_asks_no_update"],
+    [
+      "reopening a decided ask",
+      "INSERT INTO open_asks (approval_id, expires_at) SELECT approval_id, expires_at FROM asks WHERE approval_id = 'APPR0VED00'",
+      "open_asks_as_stored",
+    ],
+  ];
+  for (const [what, sql, trigger] of ATTACKS) {
+    test(`raw SQL is refused: ${what} (and succeeds once ${trigger} is dropped)`, () => {
+      using tmp = tempDir();
+      const { path } = fixture(tmp.path);
+      const raw = new Database(path);
+      const before = openRows(path);
+      expect(() => raw.run(sql)).toThrow("ask ledger: ");
+      expect(openRows(path)).toEqual(before);
+      raw.run(`DROP TRIGGER ${trigger}`);
+      raw.run(sql);
+      raw.close();
+      expect(openRows(path)).not.toEqual(before);
+    });
+  }
+
+  test("a version 2 ledger is migrated: exactly its undecided, unstarted, unrecorded asks become open", () => {
+    using tmp = tempDir();
+    const path = join(tmp.path, "asks.db");
+    writeFileSync(path, "", { mode: 0o600 });
+    const v2 = new Database(path, { create: true, strict: true });
+    v2.run(ASK_LEDGER_MIGRATIONS[0]!.sql);
+    v2.run(ASK_LEDGER_MIGRATIONS[1]!.sql);
+    v2.run("PRAGMA user_version = 2");
+    const insertPay = (id: string, expires: number) =>
+      v2.run(`INSERT INTO asks (approval_id, kind, merchant, amount, currency, card_handle, checkout_url, created_at, expires_at)
+              VALUES ('${id}', 'pay', 'Example Shop', '19.00', 'EUR', 'card-2', 'https://shop.example/c', ${T0}, ${expires})`);
+    insertPay("PEND1NG000", T0 + TEN_MIN);
+    insertPay("DEC1DED000", T0 + TEN_MIN);
+    insertPay("STARTED000", T0 + TEN_MIN);
+    insertPay("EXP1RED111", T0 + 1000);
+    v2.run(`INSERT INTO decisions VALUES ('DEC1DED000', 'denied', ${T0 + 5}, NULL)`);
+    v2.run(`INSERT INTO steps VALUES ('STARTED000', ${T0 + 5}, '${RECAP}')`);
+    v2.close();
+    const clock = new TestClock();
+    const ledger = AskLedger.open(path, clock.now, TEST_SIGNER);
+    expect(openIds(path)).toEqual(["EXP1RED111", "PEND1NG000"]);
+    clock.ms += 2000;
+    expect(ledger.listPending().map((s) => s.ask.approval_id)).toEqual(["PEND1NG000"]);
+    ledger.sealExpired();
+    expect(ledger.decisionRecord("EXP1RED111")).toBeDefined();
+    expect(openIds(path)).toEqual(["PEND1NG000"]);
+    ledger.close();
+  });
+});
+
+describe("the pending path costs what is pending", () => {
+  // Every statement the ledger prepares or queries is recorded, then planned by SQLite itself.
+  // Only open_asks is bounded by what awaits a person; every other table grows with each ask ever
+  // made, so a full scan or a range over one of them fails (a range by expiry reads the decided
+  // asks too), unless the statement is one of the few named here with the reason it stays bounded.
+  const BOUNDED: [RegExp, string][] = [
+    [/FROM decision_records ORDER BY seq DESC LIMIT 1$/, "reads the last row of the primary key only"],
+    [/FROM decision_records WHERE seq > \$after ORDER BY seq LIMIT 1000$/, "the export, one page at a time"],
+    [/FROM decision_keys/, "one row per decision key the approver ever used"],
+    [/s\.approval_id IS NOT NULL AND d\.approval_id IS NULL/, "steps left running, read once at start-up"],
+  ];
+  const growing = (detail: string) => /^SCAN (?!CONSTANT)/.test(detail) || (/^SEARCH /.test(detail) && /[<>]/.test(detail));
+
+  test("no statement of the ask ledger scans or ranges over asks, decisions, steps, seen ids or records", () => {
+    using tmp = tempDir();
+    const seen = new Set<string>();
+    const { prepare, query } = Database.prototype;
+    Database.prototype.prepare = function (this: Database, sql: string, ...rest: never[]) {
+      seen.add(sql);
+      return prepare.call(this, sql, ...rest);
+    } as typeof prepare;
+    Database.prototype.query = function (this: Database, sql: string) {
+      seen.add(sql);
+      return query.call(this, sql);
+    } as typeof query;
+    let path: string;
+    try {
+      const made = fixture(tmp.path);
+      path = made.path;
+      const { clock } = made;
+      const ledger = AskLedger.open(path, clock.now, TEST_SIGNER);
+      mustCreate(ledger, pay("N3WASK0000"));
+      ledger.decide("N3WASK0000", "denied", { recapSha256: RECAP });
+      ledger.listPending();
+      ledger.countPending();
+      ledger.nextExpiry();
+      ledger.get("PAYPAYPAY0");
+      clock.ms += 2 * TEN_MIN;
+      ledger.sealExpired();
+      ledger.failInterruptedSteps();
+      [...ledger.decisionRecords()];
+      ledger.decisionRecord("APPR0VED00");
+      ledger.knownKeys();
+      ledger.close();
+    } finally {
+      Database.prototype.prepare = prepare;
+      Database.prototype.query = query;
+    }
+    const raw = new Database(path!, { readonly: true });
+    const scans: string[] = [];
+    let planned = 0;
+    for (const sql of seen) {
+      if (!/^\s*(SELECT|INSERT|UPDATE|DELETE|WITH)\b/i.test(sql)) continue;
+      const plan = raw.query(`EXPLAIN QUERY PLAN ${sql}`).all() as { detail: string }[];
+      planned++;
+      const full = plan.filter((row) => growing(row.detail) && !/^(SCAN|SEARCH) open_asks\b/.test(row.detail));
+      if (full.length > 0 && !BOUNDED.some(([re]) => re.test(sql.trim()))) scans.push(`${sql.trim()}\n  -> ${full.map((r) => r.detail).join("; ")}`);
+    }
+    raw.close();
+    expect(planned).toBeGreaterThan(10);
+    expect(scans).toEqual([]);
+  });
+});

@@ -293,7 +293,63 @@ CREATE TRIGGER decision_keys_no_delete BEFORE DELETE ON decision_keys
 BEGIN SELECT RAISE(ABORT, 'ask ledger: a decision key cannot be deleted'); END;
 `;
 
+// Version 3: the asks still awaiting a person, kept apart so that what the approver lists,
+// counts and seals costs what is open, not what was ever decided. The table is derived: its rows
+// come and go only by the triggers below, and raw SQL can neither hide an open ask (its expiry
+// would then go unrecorded) nor add one.
+const V3 = `
+CREATE TABLE open_asks (
+  approval_id TEXT PRIMARY KEY NOT NULL REFERENCES asks (approval_id),
+  expires_at  INTEGER NOT NULL
+) STRICT;
+
+CREATE INDEX open_asks_by_expiry ON open_asks (expires_at);
+
+-- every query by expiry goes through open_asks now
+DROP INDEX asks_by_expiry;
+
+INSERT INTO open_asks (approval_id, expires_at)
+SELECT a.approval_id, a.expires_at FROM asks a
+WHERE NOT EXISTS (SELECT 1 FROM decisions d WHERE d.approval_id = a.approval_id)
+  AND NOT EXISTS (SELECT 1 FROM steps s WHERE s.approval_id = a.approval_id)
+  AND NOT EXISTS (SELECT 1 FROM decision_records r WHERE r.approval_id = a.approval_id);
+
+-- One trigger for both rows, so the id is marked seen first (a replayed id is refused as such).
+DROP TRIGGER asks_mark_seen;
+CREATE TRIGGER asks_mark_seen AFTER INSERT ON asks
+BEGIN
+  INSERT INTO seen_ids (approval_id, seen_at) VALUES (NEW.approval_id, NEW.created_at);
+  INSERT INTO open_asks (approval_id, expires_at) VALUES (NEW.approval_id, NEW.expires_at);
+END;
+
+CREATE TRIGGER decisions_close AFTER INSERT ON decisions
+BEGIN DELETE FROM open_asks WHERE approval_id = NEW.approval_id; END;
+
+CREATE TRIGGER steps_close AFTER INSERT ON steps
+BEGIN DELETE FROM open_asks WHERE approval_id = NEW.approval_id; END;
+
+CREATE TRIGGER decision_records_close AFTER INSERT ON decision_records
+BEGIN DELETE FROM open_asks WHERE approval_id = NEW.approval_id; END;
+
+CREATE TRIGGER open_asks_as_stored BEFORE INSERT ON open_asks
+WHEN NOT EXISTS (SELECT 1 FROM asks WHERE approval_id = NEW.approval_id AND expires_at = NEW.expires_at)
+  OR EXISTS (SELECT 1 FROM decisions WHERE approval_id = NEW.approval_id)
+  OR EXISTS (SELECT 1 FROM steps WHERE approval_id = NEW.approval_id)
+  OR EXISTS (SELECT 1 FROM decision_records WHERE approval_id = NEW.approval_id)
+BEGIN SELECT RAISE(ABORT, 'ask ledger: only a stored, undecided ask is open'); END;
+
+CREATE TRIGGER open_asks_no_update BEFORE UPDATE ON open_asks
+BEGIN SELECT RAISE(ABORT, 'ask ledger: an open ask cannot change'); END;
+
+CREATE TRIGGER open_asks_close_once_done BEFORE DELETE ON open_asks
+WHEN NOT EXISTS (SELECT 1 FROM decisions WHERE approval_id = OLD.approval_id)
+ AND NOT EXISTS (SELECT 1 FROM steps WHERE approval_id = OLD.approval_id)
+ AND NOT EXISTS (SELECT 1 FROM decision_records WHERE approval_id = OLD.approval_id)
+BEGIN SELECT RAISE(ABORT, 'ask ledger: an ask stays open until it is decided, started or recorded expired'); END;
+`;
+
 export const ASK_LEDGER_MIGRATIONS: readonly Migration[] = [
   { name: "asks, decisions, seen ids", sql: V1 },
   { name: "spend asks, steps, signed decision records", sql: V2 },
+  { name: "open asks apart from decided ones", sql: V3 },
 ];

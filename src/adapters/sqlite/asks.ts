@@ -96,12 +96,14 @@ const SELECT_STORED = `
   FROM asks a LEFT JOIN decisions d ON d.approval_id = a.approval_id
               LEFT JOIN steps s ON s.approval_id = a.approval_id`;
 
-/** Awaiting a person: no decision, no step started, not expired. */
-const PENDING_AT = "d.approval_id IS NULL AND s.approval_id IS NULL AND a.expires_at > $now";
+// open_asks holds exactly the asks with no decision, no step and no record (its triggers keep it
+// so): every query about what awaits a person starts there, by its expiry index.
 
-/** Expired (after $since) without a decision or a step, and not yet recorded as expired. */
-const UNSEALED_EXPIRY = `d.approval_id IS NULL AND s.approval_id IS NULL AND a.expires_at > $since AND a.expires_at <= $now
-  AND NOT EXISTS (SELECT 1 FROM decision_records r WHERE r.approval_id = a.approval_id)`;
+/** Awaiting a person: open and not expired. */
+const PENDING_AT = "a.approval_id IN (SELECT approval_id FROM open_asks WHERE expires_at > $now)";
+
+/** Expired (after $since) while open: not yet recorded as expired. */
+const UNSEALED_EXPIRY = "a.approval_id IN (SELECT approval_id FROM open_asks WHERE expires_at > $since AND expires_at <= $now)";
 
 const iso = (ms: number): string => new Date(ms).toISOString();
 
@@ -129,10 +131,7 @@ export class AskLedger {
     this.#signer = signer;
     this.#get = db.prepare<Row, { id: string }>(`${SELECT_STORED} WHERE a.approval_id = $id`);
     this.#listPending = db.prepare<Row, { now: number }>(`${SELECT_STORED} WHERE ${PENDING_AT} ORDER BY a.created_at, a.rowid`);
-    this.#countPending = db.prepare<{ n: number }, { now: number }>(
-      `SELECT count(*) AS n FROM asks a LEFT JOIN decisions d ON d.approval_id = a.approval_id
-       LEFT JOIN steps s ON s.approval_id = a.approval_id WHERE ${PENDING_AT}`,
-    );
+    this.#countPending = db.prepare<{ n: number }, { now: number }>("SELECT count(*) AS n FROM open_asks WHERE expires_at > $now");
     this.#seen = db.prepare<{ one: number }, { id: string }>("SELECT 1 AS one FROM seen_ids WHERE approval_id = $id");
     this.#insertAsk = db.prepare<never, AskColumns & { created_at: number; expires_at: number }>(
       `INSERT INTO asks (${ASK_COLUMNS.join(", ")}, created_at, expires_at)
@@ -312,10 +311,7 @@ export class AskLedger {
 
   /** The earliest expiry of an ask awaiting a person, or undefined when none is. */
   nextExpiry(): Date | undefined {
-    const row = this.#db
-      .query(`SELECT min(a.expires_at) AS at FROM asks a LEFT JOIN decisions d ON d.approval_id = a.approval_id
-              LEFT JOIN steps s ON s.approval_id = a.approval_id WHERE ${PENDING_AT}`)
-      .get({ now: this.#now() }) as { at: number | null };
+    const row = this.#db.query("SELECT min(expires_at) AS at FROM open_asks WHERE expires_at > $now").get({ now: this.#now() }) as { at: number | null };
     return row.at === null ? undefined : new Date(row.at);
   }
 
