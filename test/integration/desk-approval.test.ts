@@ -159,6 +159,19 @@ describe("the threshold", () => {
     expect((await call(k.secret, "fx__echo", { text: "x" })).status).toBe(202);
   });
 
+  test("a card number in the arguments the person would read: 400 CARD_NUMBER_REFUSED, never sent, nothing reserved", async () => {
+    const k = await keyAbove(0);
+    const asked = approver.asks.size;
+    // A random float's digits can hold a Luhn-valid run as well as a card can: both are refused.
+    for (const text of ["pay with 4111 1111 1111 1111", "0.4111111111111111"]) {
+      const r = await expectNoUpstreamCall(() => call(k.secret, "fx__echo", { text }));
+      expect(r.status).toBe(400);
+      expect(await r.json()).toEqual({ error: "CARD_NUMBER_REFUSED" });
+    }
+    expect(approver.asks.size).toBe(asked);
+    expect(await spent(k.keyId)).toBe(0);
+  });
+
   test("a desk without an approver refuses such calls 503 before anything is reserved", async () => {
     const bare = await makeDeskOnFixture(fx.url, { tools: ["fx__echo"], priceMc: PRICE, upstreamCostMc: 0 }, { now: clock.now });
     try {
