@@ -7,7 +7,8 @@
 //   pending      its repeat while nobody decided: the decision read over mTLS (409)
 //   approved     its repeat once approved (typed on the terminal): the decision read and
 //                verified, the claim, the upstream, the settlement with a receipt v2
-// Usage: bun build.ts && bun scripts/bench/desk-approval.ts [--asks N]   (default 40, at most 50)
+// Usage: bun build.ts && bun scripts/bench/desk-approval.ts [--asks N] [--baseline N]
+//        (asks default 40, at most 50; plain calls of the baseline default 300)
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
@@ -15,7 +16,7 @@ import { join, resolve } from "node:path";
 const root = resolve(import.meta.dir, "../..");
 const BINARY = join(root, "dist/ask-only");
 const ASKS = Math.min(50, Number(process.argv[process.argv.indexOf("--asks") + 1]) || 40);
-const BASELINE_CALLS = 300;
+const BASELINE_CALLS = Number(process.argv[process.argv.indexOf("--baseline") + 1]) || 300;
 const TOKEN = "bench-admin-token-0123456789abcdefghijklmnopqrstuvwxyz";
 const env = { PATH: process.env.PATH ?? "/usr/bin:/bin", NO_COLOR: "1", TZ: "Etc/UTC", TERM: "xterm-256color" };
 

@@ -19,7 +19,7 @@ let fx: UpstreamFixture;
 let t: TestDesk;
 let jwks: Jwks;
 
-const ALLOW = ["fx__echo", "fx__add", "fx__fail_5xx"];
+const ALLOW = ["fx__echo", "fx__add", "fx__fail_5xx", "fx__hang"];
 const PRICE = 5000;
 
 beforeAll(async () => {
@@ -377,6 +377,26 @@ describe("the repeat", () => {
 });
 
 describe("reservations nobody repeats", () => {
+  test("an approved call in flight when the desk stops is refunded as abandoned at the next start, the receipt binding the approval", async () => {
+    const k = await keyAbove(0);
+    const r0 = await call(k.secret, "fx__hang", {});
+    const id = ((await r0.json()) as { approval_id: string }).approval_id;
+    approver.decide(id, "approved");
+    const inFlight = call(k.secret, "fx__hang", {}, id);
+    await fx.whenHanging(1);
+    // What a restart's sweep does: every call in flight is abandoned, a claimed approval's too.
+    expect(await t.desk.sweepAbandoned(Number.POSITIVE_INFINITY)).toBe(1);
+    fx.release();
+    const r = await inFlight;
+    expect(r.status).toBe(504);
+    const body = (await r.json()) as { error: string; receipt: Envelope };
+    expect(body.receipt.receipt).toMatchObject({ v: 2, outcome: "refunded_abandoned" });
+    expect(verifyResponse(body, jwks, {}, approverJwks()).filter((c) => !c.ok && c.name !== "result")).toEqual([]);
+    expect(await spent(k.keyId)).toBe(0);
+    // The approval was used: it lets nothing else through.
+    expect((await call(k.secret, "fx__hang", {}, id)).status).toBe(409);
+  });
+
   test("the sweep settles them once the approval can no longer be used, as the decision says; a restart keeps them", async () => {
     const k = await keyAbove(0);
     const ids = {
