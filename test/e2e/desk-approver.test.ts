@@ -235,6 +235,10 @@ describe("a desk and an approver linked by `ask-only certs`", () => {
     const client = new Client({ name: "approval-agent", version: "1.0.0" });
     await client.connect(new StreamableHTTPClientTransport(new URL(`${desk.url}/mcp`), { requestInit: { headers: { authorization: `Bearer ${secret}` } } }));
     try {
+      // The agent's model reads, on the tool, that its calls wait for a person and how to repeat them.
+      const listed = (await client.listTools()).tools;
+      expect(listed.find((x) => x.name === "fx__echo")!.description).toContain('repeat the same call with _meta["io.ask-only/approval"]');
+      expect(listed.find((x) => x.name === "fx__add")!.description).not.toContain("approves");
       const args = { text: "over mcp" };
       const at = ap.screen.text.length;
       const first = (await client.callTool({ name: "fx__echo", arguments: args })) as { isError?: boolean; structuredContent?: Record<string, unknown> };

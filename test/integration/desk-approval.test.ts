@@ -118,6 +118,13 @@ describe("the threshold", () => {
     expect(sha256Hex(ask.ask.preview)).toBe(ask.ask.params_sha256);
   });
 
+  test("GET /v1/tools says which of the key's tools wait for a person", async () => {
+    const k = await t.makeKey({ budget_mc: 100_000, reset: "none", allow: ["fx__echo", "fx__add"], prices: { fx__add: 100 }, approve_above_mc: 1000 });
+    const r = await t.handler(new Request("http://desk.test/v1/tools", { headers: { authorization: `Bearer ${k.secret}` } }));
+    const { tools } = (await r.json()) as { tools: { name: string; approval_needed: boolean }[] };
+    expect(Object.fromEntries(tools.map((x) => [x.name, x.approval_needed]))).toEqual({ fx__echo: true, fx__add: false });
+  });
+
   test("the usual checks come first: unknown tool, bad arguments, not allowed and no room never reach the approver", async () => {
     const k = await t.makeKey({ budget_mc: PRICE - 1, reset: "none", allow: ["fx__echo"], approve_above_mc: 0 });
     const asked = approver.asks.size;

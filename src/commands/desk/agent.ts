@@ -2,6 +2,7 @@
 // tools a key may call, its budget, its receipts and a result it paid for and did not receive.
 // Each endpoint reads the caller's key itself; the routes are in http.ts.
 import type { Desk } from "../../core/desk/desk.ts";
+import { needsApproval } from "../../core/desk/approval.ts";
 import { type ClearingOutcome, unrecorded } from "../../core/desk/outcomes.ts";
 import { bearerOf } from "../../core/desk/secrets.ts";
 import { type ErrorCode, errorResponse, WireError } from "../../core/errors.ts";
@@ -73,6 +74,8 @@ export async function agentTools(desk: Desk, req: Request): Promise<Response> {
     // What the upstream declared of the answer and the tool's behaviour (null when it did not).
     output_schema: tool.listing.outputSchema ?? null,
     annotations: tool.listing.annotations ?? null,
+    // Calls of this tool wait for a person on the approver (SPEC 8.3).
+    approval_needed: needsApproval(key, priceMc),
   }));
   return Response.json({ tools });
 }

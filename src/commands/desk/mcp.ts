@@ -13,6 +13,7 @@ import {
   ErrorCode as RpcErrorCode,
   SUPPORTED_PROTOCOL_VERSIONS,
 } from "@modelcontextprotocol/sdk/types.js";
+import { needsApproval } from "../../core/desk/approval.ts";
 import { type ClearingOutcome, unrecorded } from "../../core/desk/outcomes.ts";
 import { bearerOf } from "../../core/desk/secrets.ts";
 import { type ErrorCode, errorBody, errorResponse } from "../../core/errors.ts";
@@ -116,7 +117,7 @@ function buildServer(desk: Desk, options: McpOptions): Server {
       return {
         ...tool.listing,
         name: tool.name,
-        description: `${text === "" ? "" : `${text} `}${priceSentence(priceMc)}`,
+        description: `${text === "" ? "" : `${text} `}${priceSentence(priceMc)}${needsApproval(key, priceMc) ? ` ${APPROVAL_SENTENCE}` : ""}`,
         inputSchema: tool.inputSchema as { type: "object" },
       };
     });
@@ -160,6 +161,10 @@ function refusal(o: ClearingOutcome) {
   const result = { isError: true, content: [{ type: "text" as const, text: JSON.stringify(structured) }], structuredContent: structured };
   return o.receipt ? withReceipt(result, o.receipt) : result;
 }
+
+/** What an agent's model reads on a tool whose calls wait for a person (SPEC 8.3, 8.12). */
+export const APPROVAL_SENTENCE =
+  'A person approves each call first: the first answer is the error APPROVAL_PENDING with an approval_id; once approved, repeat the same call with _meta["io.ask-only/approval"] set to that id.';
 
 /** "Price: 1,500 mc (1.5 cents) per call." */
 export function priceSentence(value: number): string {
