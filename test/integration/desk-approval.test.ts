@@ -358,6 +358,48 @@ describe("the repeat", () => {
     expect((await call(k.secret, "fx__echo", args, id)).status).toBe(200);
   });
 
+  test("a decision under a kid the desk does not know makes it read its pinned keys again (a rotation), once", async () => {
+    const rotated = new FakeApprover(clock.now);
+    let reloads = 0;
+    const connection = rotated.connection();
+    const old = ReceiptKeys.fromJwks(jwksOf(testSigningKey().publicJwk()));
+    const fresh = ReceiptKeys.fromJwks(rotated.jwks);
+    const d = await makeDeskOnFixture(
+      fx.url,
+      { tools: ["fx__echo"], priceMc: PRICE, upstreamCostMc: 0 },
+      {
+        now: clock.now,
+        approver: {
+          approver: connection.approver,
+          keys: {
+            current: () => (reloads === 0 ? old : fresh),
+            reload: () => {
+              reloads++;
+              return fresh;
+            },
+          },
+        },
+      },
+    );
+    try {
+      const k = await d.makeKey({ budget_mc: 100_000, reset: "none", allow: ["fx__echo"], approve_above_mc: 0 });
+      const first = await d.call(k.secret, "fx__echo", { text: "rotated" });
+      const id = ((await first.json()) as { approval_id: string }).approval_id;
+      rotated.decide(id, "approved");
+      const r = await d.handler(
+        new Request("http://desk.test/v1/tools/fx__echo", {
+          method: "POST",
+          headers: { authorization: `Bearer ${k.secret}`, "content-type": "application/json", "x-clearing-approval": id },
+          body: JSON.stringify({ text: "rotated" }),
+        }),
+      );
+      expect(r.status).toBe(200);
+      expect(reloads).toBe(1);
+    } finally {
+      await d[Symbol.asyncDispose]();
+    }
+  });
+
   test("the approver down at the repeat: 503, the reservation kept, the approval still usable", async () => {
     const k = await keyAbove(0);
     const id = await pending(k.secret, { text: "later" });
