@@ -283,6 +283,9 @@ describe("a desk and an approver linked by `ask-only certs`", () => {
     expect(await spent()).toBe(before);
     expect((await callTool(desk.url, secret, "fx__add", { a: 2, b: 2 })).status).toBe(200);
     expect(await spent()).toBe(before + 100);
+    // The ledger holds together after all of it: spend = charges + open reservations, every chain and signature.
+    const check = await runBinary(["desk", "check", "--data", join(tmp.path, "data")]);
+    expect({ code: check.code, failed: check.stdout.split("\n").filter((l) => l.startsWith("FAILED")) }).toEqual({ code: 0, failed: [] });
   });
 });
 
