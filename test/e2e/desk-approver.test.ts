@@ -290,6 +290,25 @@ describe("a desk and an approver linked by `ask-only certs`", () => {
 });
 
 describe("the link's files stop the desk before it serves", () => {
+  test("the five settings from the environment link the desk as the flags do; a bad file is named by its variable", async () => {
+    const flag = (name: string) => deskArgs[deskArgs.indexOf(name) + 1]!;
+    const env = {
+      ASK_ONLY_DESK_APPROVER_URL: flag("--approver"),
+      ASK_ONLY_DESK_APPROVER_CERT: flag("--approver-cert"),
+      ASK_ONLY_DESK_APPROVER_KEY: flag("--approver-key"),
+      ASK_ONLY_DESK_APPROVER_CA: flag("--approver-ca"),
+      ASK_ONLY_DESK_APPROVER_KEYS: flag("--approver-keys"),
+    };
+    const linked = await startDeskProcess(join(tmp.path, "data-env"), [], {
+      env: { ASK_ONLY_DESK_ADMIN_TOKEN: "reliability-admin-token-0123456789abcdefghijklmnop", ...env },
+    });
+    expect(linked.stderr()).toContain(`approver: https://localhost:${ap.deskPort}/ (trusting`);
+    expect(linked.stderr()).toContain(`(${approverKeysPath})`);
+    expect(await linked.stop()).toBe(0);
+    const bad = await tryStartDeskWith(join(tmp.path, "data-env"), [], { ...env, ASK_ONLY_DESK_APPROVER_CA: file(certs.desk, "desk-ca.pem") });
+    expect({ code: bad.code, named: bad.stderr.includes("(ASK_ONLY_DESK_APPROVER_CA)") }).toEqual({ code: 1, named: true });
+  });
+
   test("a missing file, a wrong CA, some of the five and a decision key set that is none: exit before listening, naming the file", async () => {
     const data = join(tmp.path, "data-bad");
     const withArg = (flag: string, value: string) => deskArgs.map((a, i) => (deskArgs[i - 1] === flag ? value : a));

@@ -97,10 +97,14 @@ export function tryStartDesk(data: string): Promise<{ code: number | "listening"
   return tryStartDeskWith(data, []);
 }
 
-/** tryStartDesk with more flags. */
-export async function tryStartDeskWith(data: string, extraArgs: string[]): Promise<{ code: number | "listening"; stdout: string; stderr: string }> {
+/** tryStartDesk with more flags and variables. */
+export async function tryStartDeskWith(
+  data: string,
+  extraArgs: string[],
+  extraEnv: Record<string, string> = {},
+): Promise<{ code: number | "listening"; stdout: string; stderr: string }> {
   const proc = Bun.spawn([BINARY, "desk", "--listen", "127.0.0.1:0", "--data", data, ...extraArgs], {
-    env: testEnv({ ASK_ONLY_DESK_ADMIN_TOKEN: DESK_TOKEN }),
+    env: testEnv({ ASK_ONLY_DESK_ADMIN_TOKEN: DESK_TOKEN, ...extraEnv }),
     stdout: "pipe",
     stderr: "pipe",
   });
