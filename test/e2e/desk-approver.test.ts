@@ -260,6 +260,23 @@ describe("a desk and an approver linked by `ask-only certs`", () => {
     }
   });
 
+  test("a desk killed with SIGKILL while a call waits: the restart keeps the reservation, and the approved repeat is charged", async () => {
+    const args = { text: "across a crash" };
+    const { id } = await waitingCall(args);
+    const before = await spent();
+    expect(await desk.kill()).not.toBe(0);
+    desk = await startDeskProcess(join(tmp.path, "data"), deskArgs);
+    // The start-up sweep refunds calls in flight, not calls that wait for a person.
+    expect(await spent()).toBe(before);
+    await decide("approve", id);
+    const r = await repeat("fx__echo", args, id);
+    expect(r.status).toBe(200);
+    const body = (await r.json()) as { receipt: Envelope };
+    expect(body.receipt.receipt).toMatchObject({ v: 2, outcome: "charged" });
+    expect((await verifyOffline("after-crash", body, args)).code).toBe(0);
+    expect(await spent()).toBe(before);
+  });
+
   test("expired undecided: 403 APPROVAL_EXPIRED, refunded with a refunded_expired receipt that verifies offline", async () => {
     const wait = Date.parse(expiring.expiresAt) - Date.now() + 10;
     // The event is the ask's expiry on the approver's clock: wait for that moment, not a guess.
