@@ -6,7 +6,10 @@ import { join, resolve } from "node:path";
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { UpstreamClient } from "../../src/adapters/mcp-upstream/client.ts";
+import { NO_CREDENTIAL } from "../../src/core/upstream/credential.ts";
 import { mcpConnector } from "../../src/adapters/mcp-upstream/connector.ts";
+import { restConnector } from "../../src/adapters/rest-upstream/connector.ts";
+import { openCredential } from "../../src/adapters/upstream-auth/open.ts";
 import { SqliteDeskLedger } from "../../src/adapters/sqlite/desk/ledger.ts";
 import { createHandler } from "../../src/commands/desk/http.ts";
 import { Desk } from "../../src/core/desk/desk.ts";
@@ -56,7 +59,8 @@ const dir = mkdtempSync(join(tmpdir(), "desk-stages-"));
 const ledger = new SqliteDeskLedger(join(dir, "desk.db"), { backgroundCheckpointMs: 200 });
 const desk = await Desk.open({
   ledger,
-  connectors: { mcp: mcpConnector },
+  connectors: { mcp: mcpConnector, rest: restConnector },
+  openCredential,
   signer: loadSigner(generateSigningKey().privatePem),
   sealingKey: await importSealingKey(new Uint8Array(32)),
 });
@@ -123,7 +127,7 @@ try {
   };
   await stage("money.reserve + settle, sequential (a commit each)", N, reserveAndSettle);
   await stage("money.reserve + settle, 64 concurrent (group commits)", N, reserveAndSettle, 64);
-  const client = new UpstreamClient("fx", new URL(upstreamUrl), {}, 30_000);
+  const client = new UpstreamClient("fx", new URL(upstreamUrl), NO_CREDENTIAL, 30_000);
   await stage("upstream client call, sequential", N, () => client.call("echo", args));
   await stage("upstream client call, 64 concurrent", N, () => client.call("echo", args), 64);
   await client.close();
@@ -183,7 +187,7 @@ try {
     64,
   );
   nop.stop(true);
-  const direct = new UpstreamClient("fx", new URL(upstreamUrl), {}, 30_000);
+  const direct = new UpstreamClient("fx", new URL(upstreamUrl), NO_CREDENTIAL, 30_000);
   await stage("a second UpstreamClient, 64 concurrent", N, () => direct.call("echo", args), 64);
   await direct.close();
   for (const [name, us] of rows) console.log(`${us.toFixed(1).padStart(8)} µs  ${name}`);

@@ -13,6 +13,7 @@ import { mkdtempSync, readdirSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { UpstreamClient } from "../../src/adapters/mcp-upstream/client.ts";
+import { NO_CREDENTIAL } from "../../src/core/upstream/credential.ts";
 
 const root = resolve(import.meta.dir, "../..");
 const SEQUENTIAL = Number(process.argv[process.argv.indexOf("--calls") + 1]) || 2000;
@@ -107,7 +108,7 @@ try {
     await r.arrayBuffer();
     return r.status;
   };
-  const direct = new UpstreamClient("fx", new URL(upstreamUrl), {}, 30_000);
+  const direct = new UpstreamClient("fx", new URL(upstreamUrl), NO_CREDENTIAL, 30_000);
   const viaDirect = async () => {
     const o = await direct.call("echo", args);
     if (o.kind !== "ok") throw new Error(`direct call: ${o.kind}`);

@@ -63,6 +63,7 @@ export const ERRORS = {
   UPSTREAM_TIMEOUT: { http: 504, meaning: "the upstream did not answer in time; refunded" },
   ARGS_REFUSED: { http: 400, meaning: "the upstream refused the arguments; refunded" },
   TOOL_FAILED: { http: 502, meaning: "the tool reported a failure; refunded" },
+  UPSTREAM_AUTH_FAILED: { http: 502, meaning: "the upstream refused the operator's credential, or none could be had; refunded" },
 
   // --- desk: operator API and receipts ---
   ADMIN_TOKEN_INVALID: { http: 401, meaning: "missing or wrong admin token" },
@@ -72,9 +73,10 @@ export const ERRORS = {
   RESULT_UNKNOWN: { http: 404, meaning: "no result held for this receipt and key (delivered, expired, or not this key's)" },
   UPSTREAM_UNKNOWN: { http: 404, meaning: "no such upstream" },
   UPSTREAM_EXISTS: { http: 409, meaning: "an upstream with this name exists" },
-  UPSTREAM_UNREACHABLE: { http: 502, meaning: "the MCP handshake with the upstream failed" },
+  UPSTREAM_UNREACHABLE: { http: 502, meaning: "the MCP handshake with the upstream failed, or openapi_url did not answer" },
   UPSTREAM_HOST_REFUSED: { http: 403, meaning: "the upstream URL names a link-local or unspecified address that --allow-upstream-host does not" },
   UPSTREAM_SCHEMA_REFUSED: { http: 502, meaning: "a tool's input schema has a pattern RE2 cannot run, or does not compile" },
+  UPSTREAM_DOCUMENT_REFUSED: { http: 400, meaning: "the OpenAPI document is refused; problems lists why" },
   VALUE_INVALID: { http: 400, meaning: "a field of an operator request has a bad value" },
 
   // --- desk: the MCP endpoint and the sandbox ---
@@ -103,10 +105,11 @@ export const isErrorCode = (value: unknown): value is ErrorCode => typeof value 
 
 /**
  * Names that may stand beside a code, pointing at what failed: the operator's request field
- * (`field`), the upstream tool whose schema was refused and why (`tool`, `reason`). Never a
- * value, a message or upstream text.
+ * (`field`), the upstream tool whose schema was refused and why (`tool`, `reason`), the reasons
+ * an operator's OpenAPI document is refused (`problems`: places and operations of the document
+ * the operator gave, for the operator). Never a secret, an agent's value or an upstream's answer.
  */
-export type ErrorDetail = { field?: string; tool?: string; reason?: string };
+export type ErrorDetail = { field?: string; tool?: string; reason?: string; problems?: readonly string[] };
 
 /** The one shape of a failure on the wire. */
 export const errorBody = (code: ErrorCode, detail?: ErrorDetail): { error: ErrorCode } & ErrorDetail => ({ error: code, ...detail });

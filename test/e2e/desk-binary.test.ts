@@ -286,7 +286,7 @@ describe("ask-only desk (binary)", () => {
     writeFileSync(join(data, "sealing.key"), new Uint8Array(32).fill(1), { mode: 0o600 });
     const wrongKey = await runBinary(["desk", "--listen", "127.0.0.1:0", "--data", data], { env: { ASK_ONLY_DESK_ADMIN_TOKEN: TOKEN } });
     expect(wrongKey.code).toBe(1);
-    expect(wrongKey.stderr).toContain("ask-only: error: the sealed headers of upstream paid do not open\n");
+    expect(wrongKey.stderr).toContain("ask-only: error: the sealed credential field header:authorization of upstream paid does not open\n");
     expect(wrongKey.stderr).toContain("sealing.key must be the key they were sealed with");
     expect(wrongKey.stderr).not.toContain("listening");
   });

@@ -10,9 +10,11 @@ import { afterAll, describe, expect, test } from "bun:test";
 import { mkdirSync, readFileSync } from "node:fs";
 import { join, resolve } from "node:path";
 import { type BrowserContext, chromium, type Page } from "playwright-core";
+import { RESOURCE_DOCUMENT, type ResourceServer, startResourceServer } from "../fixtures/oauth-resource.ts";
 import { startUpstreamFixture, type UpstreamFixture } from "../fixtures/upstream-server.ts";
 import { CHROMIUM_ARGS, npmChromium, npmChromiumVersion } from "../helpers/browser.ts";
 import { type DeskProcess, startDeskProcess } from "../helpers/desk-process.ts";
+import { type OAuthServer, startOAuthServer } from "../helpers/oauth-server.ts";
 import { tempDir } from "../helpers/tmp.ts";
 
 const TOKEN = "console-e2e-admin-token-abcdefghijklmnopqrstuvwxyz";
@@ -24,6 +26,8 @@ const CSP =
   "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; connect-src 'self'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'";
 
 let fx: UpstreamFixture;
+let oauth: OAuthServer | undefined;
+let api: ResourceServer | undefined;
 let desk: DeskProcess;
 let context: BrowserContext;
 let page: Page;
@@ -64,10 +68,15 @@ function call(secret: string, text: string): Promise<Response> {
   });
 }
 
+/** The registration form of the upstreams page (each row's credential form has the same labels). */
+const registerForm = () => page.locator("section:has(h2:text('Register an upstream')) form");
+
 afterAll(async () => {
   await context?.close();
   await desk?.stop();
   await fx?.stop();
+  await api?.stop();
+  await oauth?.stop();
   tmp[Symbol.dispose]();
 });
 
@@ -152,14 +161,20 @@ describe("operator console (chromium, compiled desk)", () => {
 
   test("register an upstream with a sealed credential header: only its name comes back", async () => {
     await go("#upstreams", "upstreams");
-    await page.getByLabel("Name").fill("fx");
-    await page.getByLabel("MCP URL").fill(fx.url);
-    await page.getByLabel("Credential header").fill(CREDENTIAL.name);
-    await page.getByLabel("Header value").fill(CREDENTIAL.value);
-    await page.getByRole("button", { name: "Register upstream" }).click();
+    const form = registerForm();
+    await form.locator('input[name="name"]').fill("fx");
+    await form.getByLabel("MCP URL").fill(fx.url);
+    await form.locator('select[name="auth_type"]').selectOption("header");
+    await form.getByLabel("Credential header").fill(CREDENTIAL.name);
+    await form.getByLabel("Header value").fill(CREDENTIAL.value);
+    // Fields of the other kind and of other credential types are not shown.
+    expect(await form.getByLabel("Base URL").isVisible()).toBe(false);
+    expect(await form.getByLabel("Token URL").isVisible()).toBe(false);
+    await form.getByRole("button", { name: "Register upstream" }).click();
     expect(await statusMatching(/Registered fx/)).toMatch(/Registered fx: \d+ tool/);
     const row = page.locator('tr[data-upstream="fx"]');
     expect(await row.textContent()).toContain(CREDENTIAL.name);
+    expect(await row.textContent()).toContain("MCP");
     expect(await page.content()).not.toContain(CREDENTIAL.value);
     await row.getByRole("button", { name: "Refresh tools" }).click();
     await statusMatching(/Refreshed fx/);
@@ -317,6 +332,61 @@ describe("operator console (chromium, compiled desk)", () => {
     expect(refused.status).toBe(404);
     expect(await refused.json()).toEqual({ error: "SANDBOX_OFF" });
   });
+
+  test("register a REST API from its pasted OpenAPI document behind OAuth; a refused client shows as needing a new grant until a new credential", async () => {
+    oauth = await startOAuthServer();
+    api = startResourceServer(oauth.issuer, oauth.clients.resource);
+    const client = oauth.clients.basic;
+    const wrong = "not-the-client-secret-93c1";
+    await go("#upstreams", "upstreams");
+    const form = registerForm();
+    await form.locator('select[name="kind"]').selectOption("rest");
+    await form.locator('input[name="name"]').fill("api");
+    await form.getByLabel("Base URL").fill(api.url);
+    await form.getByLabel("OpenAPI document").fill(JSON.stringify(RESOURCE_DOCUMENT));
+    await form.locator('select[name="auth_type"]').selectOption("oauth2_client_credentials");
+    await form.getByLabel("Token URL").fill(oauth.tokenUrl);
+    await form.getByLabel("Client ID").fill(client.id);
+    await form.getByLabel("Client secret").fill(wrong);
+    await form.getByRole("button", { name: "Register upstream" }).click();
+    expect(await statusMatching(/Registered api/)).toMatch(/Registered api: 1 tool/);
+    const rowText = () => page.locator('tr[data-upstream="api"]').textContent();
+    expect(await rowText()).toContain("REST");
+    expect(await rowText()).toContain(`OAuth client credentials${client.id} at ${oauth.tokenUrl}secrets sealed`);
+
+    // A call the provider refuses the client for: refunded, and the console says what to do.
+    expect((await desk.admin("PUT", "/admin/tools/api__whoami", { price_mc: 10, upstream_cost_mc: 0 })).status).toBe(200);
+    const org = (await (await desk.admin("POST", "/admin/orgs", { name: "api-org" })).json()) as { org_id: string };
+    const k = (await (await desk.admin("POST", "/admin/keys", { org_id: org.org_id, budget_mc: 100, reset: "none", allow: ["api__whoami"] })).json()) as {
+      secret: string;
+    };
+    const whoami = () =>
+      fetch(`${desk.url}/v1/tools/api__whoami`, {
+        method: "POST",
+        headers: { authorization: `Bearer ${k.secret}`, "content-type": "application/json" },
+        body: "{}",
+      });
+    expect(await (await whoami()).json()).toMatchObject({ error: "UPSTREAM_AUTH_FAILED" });
+    await go("#tools", "tools");
+    await go("#upstreams", "upstreams");
+    expect(await page.locator('tr[data-upstream="api"] [data-state="needs_grant"]').textContent()).toContain("needs a new grant (invalid_client");
+    await shot("upstreams-needs-grant");
+
+    await page.locator('tr[data-upstream="api"]').getByRole("button", { name: "Replace credential" }).click();
+    const replace = page.locator('form[data-replace="api"]');
+    await replace.locator('select[name="auth_type"]').selectOption("oauth2_client_credentials");
+    await replace.getByLabel("Token URL").fill(oauth.tokenUrl);
+    await replace.getByLabel("Client ID").fill(client.id);
+    await replace.getByLabel("Client secret").fill(client.secret);
+    await replace.getByRole("button", { name: "Save credential" }).click();
+    await statusMatching(/Replaced the credential of api/);
+    expect(await rowText()).toContain("secrets sealed");
+    expect((await whoami()).status).toBe(200);
+    const content = await page.content();
+    expect(content).not.toContain(wrong);
+    expect(content).not.toContain(client.secret);
+    await shot("upstreams");
+  }, 30_000);
 
   test("no CSP violation, no page error, no request to any host but the desk", () => {
     expect(cspViolations).toEqual([]);

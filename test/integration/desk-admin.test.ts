@@ -312,9 +312,10 @@ describe("sealed upstream credentials", () => {
     for (const file of readdirSync(t.dir)) {
       expect(`${file}: ${readFileSync(join(t.dir, file)).includes(needle)}`).toBe(`${file}: false`);
     }
+    // Stored as a header credential: the names in the clear, each value a sealed field of its own.
     const row = (await t.ledger.catalog.upstream("paid"))!;
-    expect(row.sealedHeaders).not.toBeNull();
-    expect(row.headerNames).toEqual(["x-api-key"]);
+    expect(row.auth).toEqual({ type: "header", header_names: ["x-api-key"] });
+    expect(Object.keys(await t.ledger.credentials.of("paid").load())).toEqual(["header:x-api-key"]);
   });
 
   test("a sealed blob moved onto another upstream's row does not open", async () => {

@@ -9,6 +9,8 @@ import { importSealingKey } from "../../src/core/desk/seal.ts";
 import { sha256 } from "../../src/core/desk/secrets.ts";
 import { SqliteDeskLedger } from "../../src/adapters/sqlite/desk/ledger.ts";
 import { mcpConnector } from "../../src/adapters/mcp-upstream/connector.ts";
+import { restConnector } from "../../src/adapters/rest-upstream/connector.ts";
+import { openCredential } from "../../src/adapters/upstream-auth/open.ts";
 import { generateSigningKey, loadSigner } from "../../src/core/receipt/index.ts";
 import { tempDir } from "../helpers/tmp.ts";
 
@@ -41,18 +43,28 @@ export type TestDesk = {
   makeKey(body: Record<string, unknown>): Promise<{ orgId: string; keyId: string; secret: string }>;
 } & AsyncDisposable;
 
-export type TestDeskOptions = { now?: () => number; upstreamTimeoutMs?: number; approver?: ApproverConnection };
+export type MakeDeskOptions = {
+  now?: () => number;
+  upstreamTimeoutMs?: number;
+  /** The sealing key's 32 bytes (default: new ones), to open a ledger again as the same desk. */
+  sealingKeyBytes?: Uint8Array;
+  /** A directory of the caller's that holds the ledger and outlives the desk (default: a temp dir removed with it). */
+  dir?: string;
+  /** The approver calls above a key's threshold wait on (default: none). */
+  approver?: ApproverConnection;
+};
 
-export async function makeDesk(options: TestDeskOptions = {}): Promise<TestDesk> {
-  const tmp = tempDir("desk-int-");
+export async function makeDesk(options: MakeDeskOptions = {}): Promise<TestDesk> {
+  const tmp = options.dir === undefined ? tempDir("desk-int-") : { path: options.dir, [Symbol.dispose]: () => {} };
   const dbPath = join(tmp.path, "desk.db");
   const ledger = new SqliteDeskLedger(dbPath, { backgroundCheckpointMs: 200 });
   const logs: string[] = [];
   const desk = await Desk.open({
     ledger,
-    connectors: { mcp: mcpConnector },
+    connectors: { mcp: mcpConnector, rest: restConnector },
+    openCredential,
     signer: loadSigner(generateSigningKey().privatePem),
-    sealingKey: await importSealingKey(crypto.getRandomValues(new Uint8Array(32))),
+    sealingKey: await importSealingKey(options.sealingKeyBytes ?? crypto.getRandomValues(new Uint8Array(32))),
     now: options.now,
     upstreamTimeoutMs: options.upstreamTimeoutMs ?? 5000,
     log: (line) => logs.push(line),
@@ -108,7 +120,7 @@ export async function makeDesk(options: TestDeskOptions = {}): Promise<TestDesk>
 export async function makeDeskOnFixture(
   fxUrl: string,
   prices: { tools: readonly string[]; priceMc: number; upstreamCostMc: number },
-  options: TestDeskOptions = {},
+  options: MakeDeskOptions = {},
 ): Promise<TestDesk> {
   const t = await makeDesk(options);
   expect((await t.admin("POST", "/admin/upstreams", { name: "fx", url: fxUrl })).status).toBe(201);

@@ -10,6 +10,8 @@ import { newKeySecret } from "../../src/core/desk/secrets.ts";
 import { schemaVersion } from "../../src/adapters/sqlite/database.ts";
 import { SqliteDeskLedger } from "../../src/adapters/sqlite/desk/ledger.ts";
 import { mcpConnector } from "../../src/adapters/mcp-upstream/connector.ts";
+import { restConnector } from "../../src/adapters/rest-upstream/connector.ts";
+import { openCredential } from "../../src/adapters/upstream-auth/open.ts";
 import type { CallContext } from "../../src/core/desk/ports.ts";
 import { DESK_MIGRATIONS } from "../../src/adapters/sqlite/desk/migrations.ts";
 import { generateSigningKey, loadSigner } from "../../src/core/receipt/index.ts";
@@ -25,7 +27,8 @@ async function setup(now: () => number) {
   const ledger = new SqliteDeskLedger(dbPath);
   const desk = await Desk.open({
     ledger,
-    connectors: { mcp: mcpConnector },
+    connectors: { mcp: mcpConnector, rest: restConnector },
+    openCredential,
     signer: loadSigner(PEM),
     sealingKey: await importSealingKey(new Uint8Array(32)),
     now,

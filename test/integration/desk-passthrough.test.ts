@@ -12,6 +12,8 @@ import { Desk } from "../../src/core/desk/desk.ts";
 import { importSealingKey } from "../../src/core/desk/seal.ts";
 import { SqliteDeskLedger } from "../../src/adapters/sqlite/desk/ledger.ts";
 import { mcpConnector } from "../../src/adapters/mcp-upstream/connector.ts";
+import { restConnector } from "../../src/adapters/rest-upstream/connector.ts";
+import { openCredential } from "../../src/adapters/upstream-auth/open.ts";
 import { DESK_MIGRATIONS } from "../../src/adapters/sqlite/desk/migrations.ts";
 import { generateSigningKey, type Jwks, loadSigner, MCP_RECEIPT_META_KEY, resultSha256, verifyResponse } from "../../src/core/receipt/index.ts";
 import { tempDir } from "../helpers/tmp.ts";
@@ -137,7 +139,8 @@ describe("the listing column", () => {
     const ledger = new SqliteDeskLedger(path);
     const desk = await Desk.open({
       ledger,
-      connectors: { mcp: mcpConnector },
+      connectors: { mcp: mcpConnector, rest: restConnector },
+      openCredential,
       signer: loadSigner(generateSigningKey().privatePem),
       sealingKey: await importSealingKey(new Uint8Array(32)),
     });

@@ -4,6 +4,8 @@
 // rule that could stall it.
 import { expect, test } from "bun:test";
 import { mcpConnector } from "../../src/adapters/mcp-upstream/connector.ts";
+import { restConnector } from "../../src/adapters/rest-upstream/connector.ts";
+import { openCredential } from "../../src/adapters/upstream-auth/open.ts";
 import { Desk } from "../../src/core/desk/desk.ts";
 import { importSealingKey } from "../../src/core/desk/seal.ts";
 import { generateSigningKey, loadSigner } from "../../src/core/receipt/index.ts";
@@ -43,7 +45,8 @@ test("a stored schema this desk refuses leaves its tool unserved at start-up, na
   const logs: string[] = [];
   const again = await Desk.open({
     ledger: t.ledger,
-    connectors: { mcp: mcpConnector },
+    connectors: { mcp: mcpConnector, rest: restConnector },
+    openCredential,
     signer: loadSigner(generateSigningKey().privatePem),
     sealingKey: await importSealingKey(new Uint8Array(32)),
     log: (line) => logs.push(line),

@@ -8,7 +8,9 @@ import { compileArgsSchema } from "../../src/core/desk/args.ts";
 import { meaningOf } from "../../src/core/rest/answer.ts";
 import { toolsFromOpenApi } from "../../src/core/rest/tools.ts";
 import { NO_CREDENTIAL } from "../../src/core/upstream/credential.ts";
+import { type Jwks, verifyResponse } from "../../src/core/receipt/index.ts";
 import { type MockServer, startOpenApiMock } from "../fixtures/openapi-mock.ts";
+import { makeDesk } from "./desk-harness.ts";
 
 type Schema = Record<string, unknown>;
 
@@ -71,6 +73,39 @@ for (const version of ["3.0", "3.1"]) {
       // addPet and updatePet declare only error answers (405, 400, 404): the desk refunds them.
       expect(kinds.addPet).toBe("upstream_error");
       expect(kinds.updatePet).toBe("args_refused");
+    });
+
+    test("registered with the desk as written: every tool cleared, charged or refunded as its document promises, every receipt verified", async () => {
+      const mock = startOpenApiMock(doc, "/v2");
+      mocks.push(mock);
+      await using t = await makeDesk();
+      const r = await t.admin("POST", "/admin/upstreams", { name: "petstore", base_url: `${mock.url}/v2`, openapi: doc });
+      expect(r.status).toBe(201);
+      const { tools: names } = (await r.json()) as { tools: string[] };
+      const { tools } = await toolsFromOpenApi("petstore", doc);
+      expect(names).toEqual(tools.map((x) => `petstore__${x.name}`));
+      for (const name of names) expect((await t.admin("PUT", `/admin/tools/${name}`, { price_mc: 100, upstream_cost_mc: 10 })).status).toBe(200);
+      const k = await t.makeKey({ budget_mc: 1_000_000, reset: "none", allow: names });
+      const jwks = (await (await t.handler(new Request("http://desk.test/.well-known/receipt-signing-key.json"))).json()) as Jwks;
+      const OUTCOMES: Record<string, string> = {
+        ok: "charged",
+        args_refused: "refunded_args_refused",
+        auth_refused: "refunded_upstream_error",
+        upstream_error: "refunded_upstream_error",
+      };
+      let charged = 0;
+      for (const tool of tools) {
+        const args = argsFor(tool.inputSchema, tool.inputSchema) as Record<string, unknown>;
+        const res = await t.call(k.secret, `petstore__${tool.name}`, args);
+        const body = (await res.json()) as Record<string, unknown>;
+        const responses = Object.keys((doc.paths[tool.operation.path][tool.operation.method] as { responses: object }).responses);
+        const promised = responses.some((c) => /^2\d\d$/.test(c)) || responses.includes("default") ? "ok" : meaningOf(Number(responses.sort()[0]));
+        expect(`${tool.name}: ${res.headers.get("x-clearing-outcome")}`).toBe(`${tool.name}: ${OUTCOMES[promised]}`);
+        expect(verifyResponse(body, jwks, args).every((c) => c.ok)).toBe(true);
+        if (promised === "ok") charged++;
+      }
+      expect(charged).toBeGreaterThan(4);
+      expect((await t.ledger.keys.get(k.keyId))!.spentMc).toBe(charged * 100);
     });
 
     test("query arrays go as form, explode (the document's default); a path parameter as its one segment", async () => {

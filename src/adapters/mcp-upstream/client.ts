@@ -9,6 +9,8 @@ import type { Upstream } from "../../core/desk/ports.ts";
 import type { CallOutcome, UpstreamTool } from "../../core/upstream/outcome.ts";
 import { boundedFetch, type Fetch } from "../../core/upstream/bounded-fetch.ts";
 import { MAX_EXCHANGES_PER_UPSTREAM, MAX_UPSTREAM_ANSWER_BYTES } from "../../core/upstream/slots.ts";
+import { type Credential, CredentialUnavailable } from "../../core/upstream/credential.ts";
+import { credentialFetch } from "./credential-fetch.ts";
 
 /**
  * Fields of an upstream's tool listing that reach agents unchanged (name and description are
@@ -25,16 +27,20 @@ const CLIENT_INFO = { name: "ask-only-desk", version: "1" };
 
 export class UpstreamClient implements Upstream {
   private session: Promise<Client> | null = null;
-  /** fetch with every HTTP exchange cut at the deadline and the answer bounded (core/upstream/bounded-fetch.ts). */
+  /**
+   * fetch with the operator's credential on every exchange (credential-fetch.ts), each exchange
+   * cut at the deadline and its answer bounded (core/upstream/bounded-fetch.ts).
+   */
   private readonly boundedFetch: Fetch;
 
   constructor(
     readonly name: string,
     private readonly url: URL,
-    private readonly headers: Record<string, string>,
+    credential: Credential,
     private readonly timeoutMs: number,
   ) {
-    this.boundedFetch = boundedFetch({ timeoutMs, maxExchanges: MAX_EXCHANGES_PER_UPSTREAM, maxAnswerBytes: MAX_UPSTREAM_ANSWER_BYTES });
+    const bounded = boundedFetch({ timeoutMs, maxExchanges: MAX_EXCHANGES_PER_UPSTREAM, maxAnswerBytes: MAX_UPSTREAM_ANSWER_BYTES });
+    this.boundedFetch = credentialFetch(credential, bounded, timeoutMs);
   }
 
   /** The shared session: every concurrent caller waits on the same handshake. */
@@ -42,7 +48,7 @@ export class UpstreamClient implements Upstream {
     if (this.session === null) {
       const attempt = (async () => {
         const client = new Client(CLIENT_INFO, { capabilities: {} });
-        const transport = new StreamableHTTPClientTransport(this.url, { requestInit: { headers: this.headers }, fetch: this.boundedFetch });
+        const transport = new StreamableHTTPClientTransport(this.url, { fetch: this.boundedFetch });
         await client.connect(transport, { timeout: timeoutMs });
         return client;
       })();
@@ -93,6 +99,8 @@ export class UpstreamClient implements Upstream {
       throw new Error("tools/list did not end");
     } catch (err) {
       this.drop(session);
+      // The operator's credential refused (or none could be had): registration says so.
+      if (err instanceof StreamableHTTPError && (err.code === 401 || err.code === 403)) throw new CredentialUnavailable("auth_failed");
       throw err;
     }
   }
@@ -115,6 +123,7 @@ export class UpstreamClient implements Upstream {
         if (result.isError !== true) return { kind: "ok", result };
         return { kind: blamesInput(result) ? "args_refused" : "tool_failed" };
       } catch (err) {
+        if (err instanceof CredentialUnavailable) return { kind: err.kind };
         if (err instanceof McpError) {
           if (err.code === ErrorCode.RequestTimeout) return { kind: "timeout" };
           if (err.code === ErrorCode.InvalidParams) return { kind: "args_refused" };
@@ -123,6 +132,8 @@ export class UpstreamClient implements Upstream {
         // An HTTP error status leaves the session usable; anything else (refused connection,
         // broken answer, 404 for a session the upstream forgot) opens a new one next time.
         const status = err instanceof StreamableHTTPError ? err.code : undefined;
+        // 401 (after the credential's one retry) or 403: the operator's credential, never the agent's fault.
+        if (status === 401 || status === 403) return { kind: "auth_failed" };
         if (status === undefined || status === 404) this.drop(session);
         // 404 on an established session: the upstream forgot it (restart), so the tool never
         // ran and one retry on a new session cannot make it run twice.

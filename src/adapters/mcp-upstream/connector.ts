@@ -3,5 +3,5 @@ import type { Upstream, UpstreamConnector } from "../../core/desk/ports.ts";
 import { UpstreamClient } from "./client.ts";
 
 export const mcpConnector: UpstreamConnector = {
-  open: (target): Upstream => new UpstreamClient(target.name, target.url, { ...target.headers }, target.timeoutMs),
+  open: (target): Upstream => new UpstreamClient(target.name, target.url, target.credential, target.timeoutMs),
 };

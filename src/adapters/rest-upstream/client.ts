@@ -2,6 +2,7 @@
 // tool's stored operation (core/rest/request.ts), sent only to base_url's origin, never
 // following a redirect, within the call's deadline, holding one of the upstream's connection
 // slots, its answer read up to the cap; and sorted into the outcome that says who pays.
+import type { ArgsProblem } from "../../core/desk/args.ts";
 import { readAtMost } from "../../core/http/body.ts";
 import { meaningOf, resultOf } from "../../core/rest/answer.ts";
 import { buildRequest } from "../../core/rest/request.ts";
@@ -43,7 +44,24 @@ export class RestUpstreamClient implements Upstream {
       description: t.description,
       inputSchema: t.inputSchema,
       listing: t.outputSchema ? { outputSchema: t.outputSchema } : {},
+      operation: t.operation,
     }));
+  }
+
+  /**
+   * What stops valid arguments from becoming this tool's request (a path segment that would be
+   * empty, `.` or `..`, a header value with a line break...), found without sending anything.
+   */
+  checkArgs(tool: string, args: Record<string, unknown>): ArgsProblem[] {
+    const entry = this.tools.get(tool);
+    if (entry === undefined) return [];
+    try {
+      const built = buildRequest(this.baseUrl, entry.operation, args);
+      return built.ok ? [] : built.problems;
+    } catch {
+      // A stored operation that no longer builds is the desk's fault: call() answers it as an upstream error.
+      return [];
+    }
   }
 
   /** One call of `tool` within the deadline; never throws. */

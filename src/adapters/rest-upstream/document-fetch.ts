@@ -2,7 +2,7 @@
 // refresh): one GET, bounded in time and size, no redirect followed (the operator is told to
 // give the final URL), JSON only. The document is then checked like one given inline.
 import { readAtMost } from "../../core/http/body.ts";
-import { DocumentRefused } from "../../core/rest/document.ts";
+import { DocumentRefused } from "../../core/rest/refused.ts";
 
 /** A document larger than this is refused (inline documents are bounded by the 1 MiB request body). */
 export const MAX_DOCUMENT_BYTES = 16 * 1024 * 1024;
@@ -27,7 +27,7 @@ export async function fetchDocument(url: URL, timeoutMs: number): Promise<unknow
     bytes = await readAtMost(res.body, MAX_DOCUMENT_BYTES);
   } catch (err) {
     if (err instanceof DocumentRefused) throw err;
-    throw new DocumentRefused([signal.aborted ? `openapi_url did not answer within ${timeoutMs} ms` : "openapi_url could not be fetched"]);
+    throw new DocumentRefused([signal.aborted ? `openapi_url did not answer within ${timeoutMs} ms` : "openapi_url could not be fetched"], true);
   }
   if (bytes === undefined) throw new DocumentRefused([`the document at openapi_url is over ${MAX_DOCUMENT_BYTES} bytes`]);
   try {

@@ -3,38 +3,26 @@
 // VALUE_INVALID. Secrets leave once (a new key's secret) and credential headers never do.
 import type { Desk } from "../../core/desk/desk.ts";
 import { RESETS, type Reset } from "../../core/desk/period.ts";
-import type { AuditEntry, DeskKey, Org, ToolRecord, UpstreamRecord } from "../../core/desk/records.ts";
-import type { AuditView, CreatedOrgView, KeySecretView, KeyView, OrgView, ToolView, UpstreamView } from "../../core/desk/wire.ts";
+import type { AuditEntry, DeskKey, Org, ToolRecord } from "../../core/desk/records.ts";
+import type { AuditView, CreatedOrgView, KeySecretView, KeyView, OrgView, ToolView } from "../../core/desk/wire.ts";
 import type { Route } from "../../core/http/routes.ts";
 import type { RequestExtra } from "./http.ts";
 import { type Body, fail, intIn, objectBody as body, onlyFields, optional, required, timestamp } from "./request.ts";
 import { clearSandbox, sandboxView, setSandbox } from "./sandbox.ts";
+import { addUpstream, listUpstreams, refreshUpstream, replaceAuth } from "./upstreams.ts";
 
-const UPSTREAM_NAME = /^[a-z][a-z0-9-]{0,31}$/;
 /** The largest budget or price: stays an exact integer through JSON and SQLite. */
 const MAX_MC = Number.MAX_SAFE_INTEGER;
-const HEADER_NAME = /^[!#$%&'*+.^_`|~0-9A-Za-z-]{1,64}$/;
-const HEADER_VALUE = /^[\x20-\x7e\t]{0,4096}$/;
-/** Headers the MCP transport sets itself: a sealed value must not override them. */
-const RESERVED_HEADERS = new Set([
-  "host",
-  "content-type",
-  "content-length",
-  "accept",
-  "mcp-session-id",
-  "mcp-protocol-version",
-  "connection",
-  "transfer-encoding",
-]);
 
 /** The /admin routes (http.ts puts the admin-token guard on each). */
 export function adminRoutes(desk: Desk): Route<RequestExtra>[] {
   return [
     { method: "POST", path: "/admin/orgs", handle: async (req) => createOrg(desk, await body(req)) },
     { method: "GET", path: "/admin/orgs", handle: async () => Response.json((await desk.orgs()).map(orgView)) },
-    { method: "POST", path: "/admin/upstreams", handle: async (req) => addUpstream(desk, await body(req)) },
-    { method: "GET", path: "/admin/upstreams", handle: async () => Response.json((await desk.upstreams()).map(upstreamView)) },
+    { method: "POST", path: "/admin/upstreams", handle: (req) => addUpstream(desk, req) },
+    { method: "GET", path: "/admin/upstreams", handle: () => listUpstreams(desk) },
     { method: "POST", path: "/admin/upstreams/:name/refresh", handle: (_req, p) => refreshUpstream(desk, p.name!) },
+    { method: "PUT", path: "/admin/upstreams/:name/auth", handle: (req, p) => replaceAuth(desk, p.name!, req) },
     { method: "GET", path: "/admin/tools", handle: async () => Response.json((await desk.toolRecords()).map(toolView)) },
     { method: "PUT", path: "/admin/tools/:name", handle: async (req, p) => priceTool(desk, p.name!, await body(req)) },
     { method: "POST", path: "/admin/keys", handle: async (req) => createKey(desk, await body(req)) },
@@ -83,11 +71,6 @@ async function createOrg(desk: Desk, b: Body): Promise<Response> {
   return Response.json({ org_id: org.id, name: org.name } satisfies CreatedOrgView, { status: 201 });
 }
 
-function upstreamView(u: UpstreamRecord): UpstreamView {
-  // Header names only: the values are sealed and never leave the desk.
-  return { name: u.name, url: u.url, header_names: u.headerNames, created_at: iso(u.createdAt), refreshed_at: iso(u.refreshedAt) };
-}
-
 function toolView(t: ToolRecord): ToolView {
   return {
     name: t.name,
@@ -98,34 +81,6 @@ function toolView(t: ToolRecord): ToolView {
     active: t.active,
     input_schema: t.inputSchema,
   };
-}
-
-async function addUpstream(desk: Desk, b: Body): Promise<Response> {
-  onlyFields(b, ["name", "url", "headers"]);
-  const name = required(b, "name", (v) => (typeof v === "string" && UPSTREAM_NAME.test(v) ? v : undefined));
-  const url = required(b, "url", (v) => {
-    if (typeof v !== "string" || v.length > 2048 || !URL.canParse(v)) return undefined;
-    const u = new URL(v);
-    // Credentials in a URL end up in logs and listings: they belong in sealed headers.
-    return (u.protocol === "https:" || u.protocol === "http:") && u.username === "" && u.password === "" ? u : undefined;
-  });
-  const headers =
-    optional(b, "headers", (v) => {
-      if (typeof v !== "object" || v === null || Array.isArray(v)) return undefined;
-      const entries = Object.entries(v as Record<string, unknown>);
-      if (entries.length > 16) return undefined;
-      for (const [k, value] of entries) {
-        if (!HEADER_NAME.test(k) || RESERVED_HEADERS.has(k.toLowerCase()) || typeof value !== "string" || !HEADER_VALUE.test(value)) return undefined;
-      }
-      return Object.fromEntries(entries) as Record<string, string>;
-    }) ?? {};
-  const { tools } = await desk.addUpstream(name, url, headers);
-  return Response.json({ name, url: url.href, header_names: Object.keys(headers), tools }, { status: 201 });
-}
-
-async function refreshUpstream(desk: Desk, name: string): Promise<Response> {
-  const { tools } = await desk.refreshUpstream(name);
-  return Response.json({ name, tools });
 }
 
 async function priceTool(desk: Desk, name: string, b: Body): Promise<Response> {

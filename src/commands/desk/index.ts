@@ -6,7 +6,9 @@ import { serveHardened } from "../../adapters/bun/serve.ts";
 import { ApproverLink } from "../../adapters/approver-link/client.ts";
 import { FileDecisionKeys } from "../../adapters/approver-link/decision-keys.ts";
 import { mcpConnector } from "../../adapters/mcp-upstream/connector.ts";
+import { restConnector } from "../../adapters/rest-upstream/connector.ts";
 import type { SqliteDeskLedger } from "../../adapters/sqlite/desk/ledger.ts";
+import { openCredential } from "../../adapters/upstream-auth/open.ts";
 import { DESK_FLAGS, flagOf } from "../../cli/flags.ts";
 import { failure, info, type Streams } from "../../cli/voice.ts";
 import { importSealingKey } from "../../core/desk/seal.ts";
@@ -18,6 +20,7 @@ import { Desk } from "../../core/desk/desk.ts";
 import { ABANDON_MARGIN_MS, APPROVER_TIMEOUT_MS } from "../../core/desk/limits.ts";
 import type { ApproverConnection } from "../../core/desk/ports.ts";
 import { SealedHeadersError } from "../../core/desk/registry.ts";
+import { SealedFieldError } from "../../core/upstream/credential-store.ts";
 import { consoleRoutes } from "./console.ts";
 import { dataDirPaths, lockDataDir, openDeskLedger, prepareDataDir, readSecret, replaceSecretFile } from "./data-dir.ts";
 import { createHandler, type Handler } from "./http.ts";
@@ -156,7 +159,8 @@ async function startDesk(
   try {
     desk = await Desk.open({
       ledger,
-      connectors: { mcp: mcpConnector },
+      connectors: { mcp: mcpConnector, rest: restConnector },
+      openCredential,
       signer,
       sealingKey,
       upstreamTimeoutMs: timeoutMs,
@@ -167,7 +171,9 @@ async function startDesk(
     });
   } catch (err) {
     await ledger.close();
-    if (err instanceof SealedHeadersError) throw failure(err.message, `${paths.sealingKey} must be the key they were sealed with`);
+    if (err instanceof SealedHeadersError || err instanceof SealedFieldError) {
+      throw failure(err.message, `${paths.sealingKey} must be the key they were sealed with`);
+    }
     throw err;
   }
   if (created.length > 0) log(`created ${created.join(", ")} in ${paths.path}`);

@@ -119,8 +119,9 @@ async function checkFailureLimit(d: DeskContext, ctx: CallContext): Promise<Step
 }
 
 /**
- * Step 3: unknown tool → 404; arguments against the tool's schema → 400 with the problems
- * (paths and rule names only). No money moves and the upstream is not called.
+ * Step 3: unknown tool → 404; arguments against the tool's schema, then against what its
+ * upstream can send (a REST tool's request must build) → 400 with the problems (paths and rule
+ * names only). No money moves and the upstream is not called.
  */
 async function checkToolAndArgs(d: DeskContext, ctx: CallContext, args: unknown): Promise<Step<ToolEntry>> {
   const tool = d.catalog.tool(ctx.tool);
@@ -131,6 +132,9 @@ async function checkToolAndArgs(d: DeskContext, ctx: CallContext, args: unknown)
   ctx.priceMc = priceFor(ctx.key, tool);
   ctx.upstreamCostMc = tool.upstreamCostMc;
   const problems: ArgsProblem[] = typeof args !== "object" || args === null || Array.isArray(args) ? [{ path: "/", rule: "type" }] : tool.check(args);
+  if (problems.length === 0) {
+    problems.push(...(d.registry.upstream(tool.upstream)?.checkArgs?.(tool.upstreamTool, args as Record<string, unknown>) ?? []));
+  }
   let hash: string | null = null;
   if (problems.length === 0) {
     try {
@@ -174,9 +178,8 @@ export const REFUNDS: Record<Exclude<CallOutcome["kind"], "ok">, { outcome: Sett
   timeout: { outcome: "refunded_timeout", error: "UPSTREAM_TIMEOUT" },
   args_refused: { outcome: "refunded_args_refused", error: "ARGS_REFUSED" },
   tool_failed: { outcome: "refunded_upstream_error", error: "TOOL_FAILED" },
-  // Only a REST upstream's credential fails this way, and none is served yet: docs/rest-upstreams.md
-  // gives it UPSTREAM_AUTH_FAILED once it is.
-  auth_failed: { outcome: "refunded_upstream_error", error: "UPSTREAM_ERROR" },
+  // The operator's credential failed (refused by the upstream, or a dead grant): never the agent's fault.
+  auth_failed: { outcome: "refunded_upstream_error", error: "UPSTREAM_AUTH_FAILED" },
 };
 
 /**

@@ -9,11 +9,12 @@ import type { DeskContext } from "./context.ts";
 import * as keys from "./keys.ts";
 import { DEFAULT_UPSTREAM_TIMEOUT_MS } from "./limits.ts";
 import type { ClearingOutcome } from "./outcomes.ts";
-import type { ApproverConnection, Clock, DeskLedger, Log, ReceiptMaker, SigningKeyStore, UpstreamConnectors } from "./ports.ts";
+import type { AuthConfig } from "../upstream/auth-config.ts";
+import type { ApproverConnection, Clock, CredentialOpener, DeskLedger, Log, ReceiptMaker, SigningKeyStore, UpstreamConnectors } from "./ports.ts";
 import * as receipts from "./receipts.ts";
-import type { AuditEntry, AuditFilter, DeskKey, KeyPatch, Org, ReceiptRecord, SandboxSettings, ToolRecord, UpstreamRecord } from "./records.ts";
+import type { AuditEntry, AuditFilter, DeskKey, KeyPatch, Org, ReceiptRecord, SandboxSettings, ToolRecord } from "./records.ts";
 import { sweepAbandoned, sweepApprovals, sweepStale } from "./recovery.ts";
-import { UpstreamRegistry } from "./registry.ts";
+import { type Registered, UpstreamRegistry, type UpstreamSpec, type UpstreamState } from "./registry.ts";
 import * as sandbox from "./sandbox.ts";
 import type { SealingKey } from "./seal.ts";
 import { Signing } from "./signing.ts";
@@ -21,8 +22,10 @@ import { WireError } from "../errors.ts";
 
 export type DeskOptions = {
   ledger: DeskLedger;
-  /** One connector per kind of upstream (adapters/mcp-upstream for "mcp"). */
+  /** One connector per kind of upstream (adapters/mcp-upstream for "mcp", adapters/rest-upstream for "rest"). */
   connectors: UpstreamConnectors;
+  /** Opens an upstream's credential from its settings and sealed fields (adapters/upstream-auth). */
+  openCredential: CredentialOpener;
   signer: ReceiptSigner;
   sealingKey: SealingKey;
   now?: Clock;
@@ -51,8 +54,10 @@ export class Desk {
     const catalog = new Catalog(options.ledger.catalog, log);
     const registry = new UpstreamRegistry({
       store: options.ledger.catalog,
+      credentials: options.ledger.credentials,
       catalog,
       connectors: options.connectors,
+      openCredential: options.openCredential,
       sealingKey: options.sealingKey,
       timeoutMs: upstreamTimeoutMs,
       allowHosts: new Set(options.allowUpstreamHosts ?? []),
@@ -130,16 +135,22 @@ export class Desk {
     return (await this.#d.ledger.catalog.tool(name))!;
   }
 
-  upstreams(): Promise<UpstreamRecord[]> {
+  /** Every upstream with its credential's state. */
+  upstreams(): Promise<UpstreamState[]> {
     return this.#d.registry.list();
   }
 
-  addUpstream(name: string, url: URL, headers: Record<string, string>): Promise<{ tools: string[] }> {
-    return this.#d.registry.register(name, url, headers);
+  addUpstream(spec: UpstreamSpec): Promise<Registered> {
+    return this.#d.registry.register(spec);
   }
 
-  refreshUpstream(name: string): Promise<{ tools: string[] }> {
+  refreshUpstream(name: string): Promise<Omit<Registered, keyof UpstreamState>> {
     return this.#d.registry.refresh(name);
+  }
+
+  /** Gives an upstream a new credential (or none): a new grant after a refused one. */
+  replaceUpstreamAuth(name: string, auth: AuthConfig | null): Promise<UpstreamState> {
+    return this.#d.registry.replaceAuth(name, auth);
   }
 
   // --- organizations and keys -----------------------------------------------------------------

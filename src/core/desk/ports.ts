@@ -6,7 +6,11 @@ import type { SpendAsk } from "../asks.ts";
 import type { ErrorCode } from "../errors.ts";
 import type { ApprovalEnvelope, ReceiptJwk } from "../receipt/index.ts";
 import type { ReceiptKeys } from "../receipt/verify.ts";
+import type { AuthSettings } from "../upstream/auth-config.ts";
+import type { Credential } from "../upstream/credential.ts";
+import type { CredentialStore } from "../upstream/credential-store.ts";
 import type { CallOutcome, UpstreamTool } from "../upstream/outcome.ts";
+import type { ArgsProblem } from "./args.ts";
 import type { PlainOutcome, ReceiptOutcome, SettleOutcome } from "./outcomes.ts";
 import type {
   ApprovalAsked,
@@ -25,9 +29,9 @@ import type {
   SigningKeyRecord,
   ToolListing,
   ToolRecord,
-  UpstreamKind,
   UpstreamRecord,
 } from "./records.ts";
+import type { SealingKey } from "./seal.ts";
 
 /** Milliseconds since the epoch. */
 export type Clock = () => number;
@@ -182,8 +186,10 @@ export interface KeyStore {
 export interface CatalogStore {
   upstream(name: string): Promise<UpstreamRecord | null>;
   upstreams(): Promise<UpstreamRecord[]>;
-  /** Stores an upstream with its tools in one transaction; EXISTS when the name is taken. */
+  /** Stores an upstream with its tools and its credential's sealed fields in one transaction, durably; EXISTS when the name is taken. */
   addUpstream(upstream: NewUpstream, tools: readonly ToolListing[]): Promise<void>;
+  /** The OpenAPI document a REST upstream was registered with inline; null when it has none. */
+  storedDocument(upstream: string): Promise<Record<string, unknown> | null>;
   /** Replaces an upstream's tools: new ones appear, gone ones go inactive, prices stay. MISSING. */
   refreshTools(upstream: string, tools: readonly ToolListing[], now: number): Promise<void>;
   tool(name: string): Promise<ToolRecord | null>;
@@ -226,6 +232,22 @@ export interface SandboxStore {
   grants(day: string, network: string): Promise<number>;
 }
 
+/**
+ * Upstream credentials: each upstream's sealed fields (credential-store.ts), which only the
+ * desk's sealing key opens. Every write is durable when it resolves (a rotated refresh token
+ * must survive a crash right after), whatever durability the money path runs with.
+ */
+export interface CredentialStores {
+  /** The store of one upstream's fields, as its credential reads and saves them. */
+  of(upstream: string): CredentialStore;
+  /**
+   * Replaces an upstream's credential in one transaction: its settings (null: none), every
+   * sealed field (old tokens and a refused grant's state go), and sealed headers of an older
+   * desk. MISSING when there is no such upstream.
+   */
+  replace(upstream: string, settings: AuthSettings | null, sealedFields: Readonly<Record<string, string>>): Promise<void>;
+}
+
 /** The `desk check` invariants, as the ledger sees them. */
 export interface LedgerCheck {
   /** For every key and period, spent = charges + open reservations, and the counts agree: what is wrong. */
@@ -242,6 +264,7 @@ export interface DeskLedger {
   readonly catalog: CatalogStore;
   readonly records: RecordStore;
   readonly sandbox: SandboxStore;
+  readonly credentials: CredentialStores;
   readonly check: LedgerCheck;
   /** Finishes background work and closes; nothing is lost that a method had answered. */
   close(): Promise<void>;
@@ -256,17 +279,51 @@ export interface Upstream {
   readonly name: string;
   /** Every tool it serves; throws on any failure (registration reports it). */
   listTools(): Promise<UpstreamTool[]>;
+  /**
+   * Problems that stop `args` (already valid against the tool's input schema) from becoming a
+   * request at all, found without sending anything: the clearing path refuses them before any
+   * spend. A REST tool's request building; absent when every valid argument can be sent.
+   */
+  checkArgs?(tool: string, args: Record<string, unknown>): ArgsProblem[];
   /** One call within the deadline; never throws. */
   call(tool: string, args: Record<string, unknown>): Promise<CallOutcome>;
   close(): Promise<void>;
 }
 
-/** Opens an upstream of one kind from where it is and its opened credentials. */
+/** What an upstream is opened with, whatever its kind. */
+export type UpstreamTarget = {
+  name: string;
+  /** An MCP upstream's endpoint, or a REST upstream's base_url. */
+  url: URL;
+  /** The operator's credential, put on every request to the upstream (NO_CREDENTIAL without one). */
+  credential: Credential;
+  timeoutMs: number;
+  /** Its stored tools: a REST upstream calls from their stored operations (an MCP upstream lists its own). */
+  tools: readonly ToolListing[];
+};
+
+/** Opens an upstream of one kind. */
 export interface UpstreamConnector {
-  open(target: { name: string; url: URL; headers: Readonly<Record<string, string>>; timeoutMs: number }): Upstream;
+  open(target: UpstreamTarget): Upstream;
 }
 
-export type UpstreamConnectors = Readonly<Record<UpstreamKind, UpstreamConnector>>;
+/** The REST kind also fetches a document from the operator's `openapi_url` (bounded in size and time, no redirect). */
+export interface RestConnector extends UpstreamConnector {
+  fetchDocument(url: URL, timeoutMs: number): Promise<unknown>;
+}
+
+export type UpstreamConnectors = { readonly mcp: UpstreamConnector; readonly rest: RestConnector };
+
+/** Opens a credential from its settings and its store's sealed fields; SealedFieldError when one does not open. */
+export type CredentialOpener = (options: {
+  upstream: string;
+  settings: AuthSettings | null;
+  store: CredentialStore;
+  sealingKey: SealingKey;
+  timeoutMs: number;
+  /** The desk's clock, which a cached token's expiry is read against. */
+  now: Clock;
+}) => Promise<Credential>;
 
 // --- the approver ----------------------------------------------------------------------------
 // The person's side (SPEC 7.1), reached over mutual TLS by an adapter (adapters/approver-link).

@@ -2,6 +2,8 @@
 // audit entries, signing keys, the sandbox. Every ledger adapter returns these (no storage types:
 // no integer booleans, no JSON text to parse again), and takes them back through the ports.
 import type { ReceiptJwk } from "../receipt/index.ts";
+import type { RestOperation } from "../rest/operation.ts";
+import type { AuthSettings } from "../upstream/auth-config.ts";
 import type { PlainOutcome, ReceiptOutcome, SettleOutcome } from "./outcomes.ts";
 import type { Reset } from "./period.ts";
 
@@ -64,21 +66,38 @@ export function spentIn(key: Pick<DeskKey, "period" | "spentMc">, period: string
 }
 
 /** The kinds of upstream the desk speaks to; each has its connector (ports.ts). */
-export type UpstreamKind = "mcp";
+export type UpstreamKind = "mcp" | "rest";
+
+/** Where a REST upstream's OpenAPI document comes from: the operator's URL, or the document itself (stored). */
+export type DocumentSource = { url: string } | { inline: true };
 
 export type UpstreamRecord = {
   name: string;
   kind: UpstreamKind;
+  /** An MCP upstream's endpoint, or a REST upstream's base_url. */
   url: string;
-  /** The credential headers, sealed (seal.ts) with the upstream's name as additional data. */
+  /**
+   * Credential headers sealed as one blob by a desk older than upstream credentials (seal.ts,
+   * the upstream's name as additional data); moved into `auth` at the next start-up.
+   */
   sealedHeaders: string | null;
-  /** Their names only, which the operator may see again. */
+  /** The names of those headers, or of a `header` credential's: the operator may see them again. */
   headerNames: readonly string[];
+  /** The credential's settings (never a secret: those are sealed fields of its credential store); null without one. */
+  auth: AuthSettings | null;
+  /** A REST upstream's document source; null for MCP. */
+  document: DocumentSource | null;
   createdAt: number;
   refreshedAt: number;
 };
 
-export type NewUpstream = Omit<UpstreamRecord, "createdAt" | "refreshedAt"> & { now: number };
+export type NewUpstream = Omit<UpstreamRecord, "createdAt" | "refreshedAt" | "sealedHeaders" | "headerNames" | "document"> & {
+  /** A REST upstream's document: given by URL, or the document itself, stored to be read again at refresh. */
+  document: { url: string } | { inline: Record<string, unknown> } | null;
+  /** The credential's sealed fields (credential-store.ts), stored in the same transaction. */
+  sealedFields: Readonly<Record<string, string>>;
+  now: number;
+};
 
 /** One tool of an upstream's listing, as registration and refresh store it. */
 export type ToolListing = {
@@ -89,6 +108,8 @@ export type ToolListing = {
   inputSchema: Record<string, unknown>;
   /** The upstream's listed fields agents see unchanged (title, outputSchema, annotations, _meta). */
   listing: Record<string, unknown>;
+  /** A REST tool's stored operation, from which each call's request is built; null for MCP tools. */
+  operation: RestOperation | null;
 };
 
 export type ToolRecord = ToolListing & {

@@ -2,6 +2,7 @@
 // builds them (commands/desk/admin.ts) and the console reads them (web/console), so the two
 // cannot drift apart. Types only; times are RFC 3339 UTC, money integer millicents.
 import type { PlainOutcome, ReceiptOutcome } from "./outcomes.ts";
+import type { AuthSettings } from "../upstream/auth-config.ts";
 import type { Reset } from "./period.ts";
 
 export type OrgView = { org_id: string; name: string; created_at: string };
@@ -29,7 +30,32 @@ export type KeyView = {
 /** A key's secret, shown at creation and at rotation only. */
 export type KeySecretView = { key_id: string; secret: string };
 
-export type UpstreamView = { name: string; url: string; header_names: readonly string[]; created_at: string; refreshed_at: string };
+/**
+ * An upstream credential as the operator sees it: its settings (never a secret) and its state:
+ * `ok`, or `needs_grant` once the token endpoint refused the grant or the client (`reason` is
+ * its OAuth error code), until the operator gives a new one.
+ */
+export type AuthView = AuthSettings & ({ state: "ok" } | { state: "needs_grant"; reason: string; since: string });
+
+export type UpstreamView = {
+  name: string;
+  kind: "mcp" | "rest";
+  /** An MCP upstream's endpoint, or a REST upstream's base_url. */
+  url: string;
+  /** A REST upstream's openapi_url; null for a document given inline, and for MCP upstreams. */
+  openapi_url: string | null;
+  /** The names of a `header` credential's headers (values are sealed and never shown). */
+  header_names: readonly string[];
+  auth: AuthView | null;
+  created_at: string;
+  refreshed_at: string;
+};
+
+/** An operation of a REST upstream's document that is not a tool, and why. */
+export type SkippedView = { operation: string; reason: string };
+
+/** The answer to a registration or a refresh: the tools served now. */
+export type RegisteredView = UpstreamView & { tools: readonly string[]; skipped: readonly SkippedView[] };
 
 export type ToolView = {
   name: string;

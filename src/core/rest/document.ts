@@ -5,15 +5,10 @@
 // behalf, so every reference must be a local JSON Pointer (`#/...`), and the parser is run with
 // every resolver off as a second wall.
 import { type ParserOptions, validate } from "@readme/openapi-parser";
+import { DocumentRefused } from "./refused.ts";
 import { DIALECTS, type OpenApiVersion } from "./schema.ts";
 
-/** The document is refused as a whole; `problems` says every reason found (at most 50). */
-export class DocumentRefused extends Error {
-  override name = "DocumentRefused";
-  constructor(readonly problems: string[]) {
-    super(`the OpenAPI document is refused: ${problems.join("; ")}`);
-  }
-}
+export { DocumentRefused };
 
 /**
  * How the library is run: no external resolution at all (no http, no file), so whatever a

@@ -61,9 +61,61 @@ export class SealedFieldError extends Error {
  * grant (`PUT /admin/upstreams/{name}/auth`); the upstream's credential is then opened again.
  */
 export async function replaceCredential(store: CredentialStore, key: SealingKey, upstream: string, config: AuthConfig): Promise<void> {
-  const secrets = secretsOf(config);
   const changes: Record<string, string | null> = {};
   for (const field of Object.keys(await store.load())) changes[field] = null;
-  for (const [field, value] of Object.entries(secrets)) changes[field] = await sealField(key, upstream, field, value);
+  Object.assign(changes, await sealCredential(key, upstream, config));
   await store.save(changes);
+}
+
+/** Every secret of `config`, sealed for `upstream` under its field's name. */
+export async function sealCredential(key: SealingKey, upstream: string, config: AuthConfig): Promise<Record<string, string>> {
+  const sealed: Record<string, string> = {};
+  for (const [field, value] of Object.entries(secretsOf(config))) sealed[field] = await sealField(key, upstream, field, value);
+  return sealed;
+}
+
+/**
+ * The store of a credential whose upstream is not stored yet (its registration is still
+ * listing the tools, which may already get a token): fields live in memory until `attach` hands
+ * them to the ledger's store, where the upstream's row now exists, and every later save goes.
+ */
+export class StagedCredentialStore implements CredentialStore {
+  private fields: Record<string, string>;
+  private target: CredentialStore | null = null;
+  private changed = 0;
+
+  constructor(initial: Readonly<Record<string, string>>) {
+    this.fields = { ...initial };
+  }
+
+  /** The fields now, and a mark to give `attach` (what changed after it is saved again there). */
+  snapshot(): { fields: Record<string, string>; mark: number } {
+    return { fields: { ...this.fields }, mark: this.changed };
+  }
+
+  /** From now on every save goes to `target`; fields changed since `mark` are saved there first. */
+  async attach(target: CredentialStore, mark: number): Promise<void> {
+    if (this.changed !== mark) {
+      const stored = await target.load();
+      const changes: Record<string, string | null> = { ...this.fields };
+      for (const field of Object.keys(stored)) if (!Object.hasOwn(this.fields, field)) changes[field] = null;
+      await target.save(changes);
+    }
+    this.target = target;
+  }
+
+  async load(): Promise<Record<string, string>> {
+    return this.target === null ? { ...this.fields } : this.target.load();
+  }
+
+  async save(changes: Record<string, string | null>): Promise<void> {
+    if (this.target !== null) await this.target.save(changes);
+    const next = { ...this.fields };
+    for (const [field, value] of Object.entries(changes)) {
+      if (value === null) delete next[field];
+      else next[field] = value;
+    }
+    this.fields = next;
+    this.changed++;
+  }
 }

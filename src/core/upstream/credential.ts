@@ -45,3 +45,37 @@ export const NO_CREDENTIAL: Credential = {
   rejected: () => false,
   state: () => ({ state: "ok" }),
 };
+
+/**
+ * The credential an upstream client holds for good, while the operator may replace what is
+ * behind it (`PUT /admin/upstreams/{name}/auth`): calls in flight finish with the one they
+ * started with, the next ones carry the new one, and a 401 to the old one retries with the new.
+ */
+export class ReplaceableCredential implements Credential {
+  private readonly issuedBy = new WeakMap<Applied, Credential>();
+
+  constructor(private current: Credential) {}
+
+  replace(next: Credential): void {
+    this.current = next;
+  }
+
+  async apply(url: URL, headers: Headers, signal: AbortSignal): Promise<Applied> {
+    const credential = this.current;
+    const applied = { generation: (await credential.apply(url, headers, signal)).generation };
+    this.issuedBy.set(applied, credential);
+    return applied;
+  }
+
+  rejected(applied: Applied): boolean {
+    const credential = this.issuedBy.get(applied);
+    if (credential === undefined) return false;
+    // Refused after the operator replaced it: the retry carries the new credential.
+    if (credential !== this.current) return true;
+    return credential.rejected(applied);
+  }
+
+  state(): CredentialState {
+    return this.current.state();
+  }
+}

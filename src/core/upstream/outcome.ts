@@ -1,5 +1,6 @@
 // What an upstream call comes to, whatever speaks to the upstream (MCP or REST): the clearing
 // path decides who pays from this alone, so every adapter sorts its failures into these kinds.
+import type { RestOperation } from "../rest/operation.ts";
 
 export type CallOutcome =
   | { kind: "ok"; result: Record<string, unknown> }
@@ -29,4 +30,6 @@ export type UpstreamTool = {
    * declares one, and for MCP upstreams `title`, `annotations` and `_meta` as listed.
    */
   listing: Record<string, unknown>;
+  /** A REST tool's stored operation, which its calls' requests are built from (MCP tools have none). */
+  operation?: RestOperation;
 };

@@ -6,13 +6,33 @@ export type Sql = {
   readonly db: Database;
   /** Runs `body` in one IMMEDIATE transaction (a savepoint when already inside one). */
   immediate<T>(body: () => T): T;
+  /**
+   * Runs `body` in one IMMEDIATE transaction committed with `synchronous = FULL`, whatever the
+   * connection's own setting: in WAL mode the commit syncs the log before it returns, so the
+   * change survives a power loss, not only a crash of the process. For the rare writes that must
+   * never be undone (a rotated refresh token is the only copy of a grant); never nested.
+   */
+  durably<T>(body: () => T): T;
 };
 
 export function sqlOf(db: Database): Sql {
   // Built once: `db.transaction(fn)` builds four wrappers each time, which costs more than the
   // short statements of a clearing step. Nested inside the group commit it is a savepoint.
   const tx = db.transaction((body: () => unknown) => body()).immediate;
-  return { db, immediate: <T>(body: () => T) => tx(body) as T };
+  const immediate = <T>(body: () => T) => tx(body) as T;
+  const durably = <T>(body: () => T): T => {
+    if (db.inTransaction) throw new Error("a durable write cannot nest in another transaction");
+    const level = (db.query("PRAGMA synchronous").get() as { synchronous: number }).synchronous;
+    // 2 is FULL, 3 EXTRA: already as durable as asked.
+    if (level >= 2) return immediate(body);
+    db.run("PRAGMA synchronous = FULL");
+    try {
+      return immediate(body);
+    } finally {
+      db.run(`PRAGMA synchronous = ${level}`);
+    }
+  };
+  return { db, immediate, durably };
 }
 
 export const isConstraint = (err: unknown) => err instanceof Error && String((err as { code?: unknown }).code ?? "").startsWith("SQLITE_CONSTRAINT");

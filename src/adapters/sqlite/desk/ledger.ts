@@ -8,6 +8,7 @@ import { SqliteCatalog } from "./catalog.ts";
 import { SqliteCheck } from "./check.ts";
 import { type CheckpointResult, Checkpointer } from "./checkpointer.ts";
 import { sqlOf } from "./connection.ts";
+import { SqliteCredentials } from "./credentials.ts";
 import { GroupCommit } from "./group-commit.ts";
 import { SqliteKeys, SqliteOrgs } from "./keys.ts";
 import { DESK_MIGRATIONS } from "./migrations.ts";
@@ -34,6 +35,7 @@ export class SqliteDeskLedger implements DeskLedger {
   readonly catalog: SqliteCatalog;
   readonly records: SqliteRecords;
   readonly sandbox: SqliteSandbox;
+  readonly credentials: SqliteCredentials;
   readonly check: SqliteCheck;
   readonly #db: Database;
   readonly #commit: GroupCommit;
@@ -54,6 +56,7 @@ export class SqliteDeskLedger implements DeskLedger {
     this.catalog = new SqliteCatalog(sql);
     this.records = new SqliteRecords(sql);
     this.sandbox = new SqliteSandbox(sql, this.orgs, this.keys);
+    this.credentials = new SqliteCredentials(sql);
     this.check = new SqliteCheck(sql);
     this.#checkpointer =
       options.backgroundCheckpointMs !== undefined && path !== ":memory:" ? new Checkpointer(this.#db, path, options.backgroundCheckpointMs) : null;

@@ -177,12 +177,32 @@ const V5 = `
 ALTER TABLE tools ADD COLUMN listing TEXT NOT NULL DEFAULT '{}';
 `;
 
+// REST upstreams and upstream credentials. An upstream has a kind; a REST one keeps where its
+// OpenAPI document comes from (its URL, or the document itself, read again at refresh), and each
+// of its tools the operation its requests are built from. A credential's settings (its type,
+// token URL, client id: never a secret) sit on the upstream; its secrets and tokens are sealed
+// fields, one row each, written and deleted field by field.
+const V6 = `
+ALTER TABLE upstreams ADD COLUMN kind TEXT NOT NULL DEFAULT 'mcp' CHECK (kind IN ('mcp', 'rest'));
+ALTER TABLE upstreams ADD COLUMN auth TEXT;
+ALTER TABLE upstreams ADD COLUMN openapi_url TEXT;
+ALTER TABLE upstreams ADD COLUMN openapi TEXT;
+ALTER TABLE tools ADD COLUMN operation TEXT;
+
+CREATE TABLE upstream_credentials (
+  upstream TEXT NOT NULL REFERENCES upstreams(name),
+  field TEXT NOT NULL,
+  sealed TEXT NOT NULL,
+  PRIMARY KEY (upstream, field)
+) STRICT, WITHOUT ROWID;
+`;
+
 // Calls that wait for a person (core/desk/approval.ts). A key's threshold; on a reservation, the
 // spend ask sent for it (its approval id, the hash of the ask as sent, when the approver lets it
 // expire), its stage (awaiting a decision, or claimed by the one repeat that used the approval,
 // whose call started at claimed_at) and the signed decision it binds once claimed. An approval id
 // names one reservation: the unique index is the "minted here, for this reservation" rule.
-const V6 = `
+const V7 = `
 ALTER TABLE keys ADD COLUMN approve_above_mc INTEGER CHECK (approve_above_mc IS NULL OR approve_above_mc >= 0);
 ALTER TABLE reservations ADD COLUMN approval_id TEXT;
 ALTER TABLE reservations ADD COLUMN ask_sha256 TEXT;
@@ -200,5 +220,6 @@ export const DESK_MIGRATIONS: readonly Migration[] = [
   { name: "desk sandbox daily cap", sql: V3 },
   { name: "desk held results", sql: V4 },
   { name: "desk tool listing fields", sql: V5 },
-  { name: "desk approvals", sql: V6 },
+  { name: "desk rest upstreams and credentials", sql: V6 },
+  { name: "desk approvals", sql: V7 },
 ];

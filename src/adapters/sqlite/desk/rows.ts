@@ -2,8 +2,10 @@
 // (core/desk/records.ts): integer booleans become booleans, JSON text is parsed once, here.
 import type { PlainOutcome, ReceiptOutcome, SettleOutcome } from "../../../core/desk/outcomes.ts";
 import type { Reset } from "../../../core/desk/period.ts";
-import type { AuditEntry, DeskKey, Org, ReceiptRecord, SigningKeyRecord, ToolRecord, UpstreamRecord } from "../../../core/desk/records.ts";
+import type { AuditEntry, DeskKey, Org, ReceiptRecord, SigningKeyRecord, ToolRecord, UpstreamKind, UpstreamRecord } from "../../../core/desk/records.ts";
 import type { ReceiptJwk } from "../../../core/receipt/index.ts";
+import type { RestOperation } from "../../../core/rest/operation.ts";
+import type { AuthSettings } from "../../../core/upstream/auth-config.ts";
 
 export type OrgRow = { id: string; name: string; created_at: number };
 
@@ -15,7 +17,14 @@ export type UpstreamRow = {
   header_names: string;
   created_at: number;
   refreshed_at: number;
+  kind: UpstreamKind;
+  /** JSON: the credential's settings, or NULL. */
+  auth: string | null;
+  openapi_url: string | null;
 };
+
+/** The columns of UpstreamRow: every one but the inline document, read only at refresh. */
+export const UPSTREAM_COLUMNS = "name, url, sealed_headers, header_names, created_at, refreshed_at, kind, auth, openapi_url";
 
 export type ToolRow = {
   name: string;
@@ -29,6 +38,8 @@ export type ToolRow = {
   active: number;
   /** JSON object: the upstream's listed fields agents see unchanged (title, outputSchema, annotations, _meta). */
   listing: string;
+  /** JSON: a REST tool's stored operation, or NULL. */
+  operation: string | null;
 };
 
 export type KeyRow = {
@@ -154,10 +165,12 @@ export function keyOf(r: KeyRow): DeskKey {
 export function upstreamOf(r: UpstreamRow): UpstreamRecord {
   return {
     name: r.name,
-    kind: "mcp",
+    kind: r.kind,
     url: r.url,
     sealedHeaders: r.sealed_headers,
     headerNames: JSON.parse(r.header_names) as string[],
+    auth: r.auth === null ? null : (JSON.parse(r.auth) as AuthSettings),
+    document: r.kind !== "rest" ? null : r.openapi_url !== null ? { url: r.openapi_url } : { inline: true },
     createdAt: r.created_at,
     refreshedAt: r.refreshed_at,
   };
@@ -171,6 +184,7 @@ export function toolOf(r: ToolRow): ToolRecord {
     description: r.description,
     inputSchema: JSON.parse(r.input_schema) as Record<string, unknown>,
     listing: JSON.parse(r.listing) as Record<string, unknown>,
+    operation: r.operation === null ? null : (JSON.parse(r.operation) as RestOperation),
     priceMc: r.price_mc,
     upstreamCostMc: r.upstream_cost_mc,
     active: r.active === 1,
