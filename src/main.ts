@@ -65,10 +65,14 @@ function buildProgram(): Command {
   });
   // `desk check --data DIR`: commander hands --data to the parent desk command, so read it there.
   withUsage(desk.command("check"), usage.DESK_USAGE).action(async () => {
-    const data = desk.opts<{ data?: string }>().data;
-    if (data === undefined) throw usageError("desk check needs --data DIR", "e.g. ask-only desk check --data ./desk-data");
+    const { data, database } = desk.opts<{ data?: string; database?: string }>();
     const { runDeskCheck } = await import("./commands/desk/index.ts");
-    await runDeskCheck({ data, streams: processStreams });
+    const { databaseTarget } = await import("./commands/desk/settings.ts");
+    const target = databaseTarget({ database }, process.env);
+    if (data === undefined && target === null) {
+      throw usageError("desk check needs --data DIR or --database URL", "e.g. ask-only desk check --data ./desk-data");
+    }
+    await runDeskCheck({ data, database: target, streams: processStreams });
   });
   withUsage(withFlags(program.command("verify-receipt").argument("[response]"), VERIFY_RECEIPT_FLAGS), usage.VERIFY_RECEIPT_USAGE).action(
     async (response: string | undefined, opts: { keys?: string; args?: string; jsonl?: string; approverKeys?: string }) => {

@@ -9,11 +9,18 @@
 //        [--profile DIR]   run the desk from source under `bun --cpu-prof`; the .cpuprofile lands in DIR
 //                          (scripts/bench/desk-profile.ts splits it into the clearing path's stages)
 //        [--binary PATH]   another build of the desk (to compare two builds run after run)
+//        [--database]      instead: SQLite against PostgreSQL, one node and two (desk-postgres.ts)
 import { mkdtempSync, readdirSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { UpstreamClient } from "../../src/adapters/mcp-upstream/client.ts";
 import { NO_CREDENTIAL } from "../../src/core/upstream/credential.ts";
+
+// `bench:desk --database`: SQLite against PostgreSQL, one node and two (desk-postgres.ts).
+if (process.argv.includes("--database")) {
+  await import("./desk-postgres.ts");
+  process.exit(0);
+}
 
 const root = resolve(import.meta.dir, "../..");
 const SEQUENTIAL = Number(process.argv[process.argv.indexOf("--calls") + 1]) || 2000;

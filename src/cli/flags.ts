@@ -109,6 +109,18 @@ export const DESK_FLAGS = [
   { name: "--listen", value: "HOST:PORT", default: "127.0.0.1:8787", help: "where to listen; port 0 picks a free port" },
   { name: "--data", value: "DIR", default: "./desk-data", help: "the data directory, created with mode 0700 when missing" },
   {
+    name: "--database",
+    value: "URL",
+    env: "ASK_ONLY_DESK_DATABASE_URL",
+    help: "keep the ledger in PostgreSQL (postgres://USER:PASS@HOST:PORT/DB?sslmode=verify-full&sslrootcert=CA.pem), shared by every desk node given it; --data then keeps only this node's files. A URL with a password goes in the variable only (a flag's value is visible to other users)",
+  },
+  {
+    name: "--node-lease",
+    value: "SECS",
+    default: "10",
+    help: "with --database: how long this node's lease holds without renewal, 3 to 120; a node that cannot renew stops taking calls before it runs out, and the other nodes refund its calls in flight after it",
+  },
+  {
     name: "--admin-token-file",
     value: "PATH",
     help: "the operator's bearer token is this file's text (else ASK_ONLY_DESK_ADMIN_TOKEN; with neither, the first start makes one and prints it once)",

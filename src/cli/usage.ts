@@ -136,6 +136,7 @@ Examples:
 
 export const DESK_USAGE = `Usage: ask-only desk [options]
        ask-only desk check --data DIR
+       ask-only desk check --database URL
 
 A spend gate between agents and paid tools: per-agent keys with hard budgets, tool
 allowlists, an atomic reservation per call, refunds on upstream failure and signed receipts.
@@ -152,6 +153,7 @@ Examples:
   ask-only desk --data ./desk-data
   ASK_ONLY_DESK_ADMIN_TOKEN="$(cat admin.token)" ask-only desk --listen 127.0.0.1:8787
   ask-only desk check --data ./desk-data
+  ASK_ONLY_DESK_DATABASE_URL="postgres://desk:PASS@db:5432/desk?sslmode=verify-full&sslrootcert=ca.pem" ask-only desk --data ./node-a
 `;
 
 export const VERIFY_RECEIPT_USAGE = `Usage: ask-only verify-receipt RESPONSE.json --keys JWKS.json [--args ARGS.json] [--approver-keys JWKS.json]

@@ -68,7 +68,7 @@ describe("ask-only CLI", () => {
         "e.g. --listen 127.0.0.1:8443; run 'ask-only approver --help' for usage",
       ],
       [["desk", "--upstream-timeout", "0"], "--upstream-timeout 0 is not a number of seconds between 0 and 600", "run 'ask-only desk --help' for usage"],
-      [["desk", "check"], "desk check needs --data DIR", "e.g. ask-only desk check --data ./desk-data; run 'ask-only desk --help' for usage"],
+      [["desk", "check"], "desk check needs --data DIR or --database URL", "e.g. ask-only desk check --data ./desk-data; run 'ask-only desk --help' for usage"],
       [["serve-mcp", "extra"], "too many arguments for 'serve-mcp'. Expected 0 arguments but got 1.", "run 'ask-only serve-mcp --help' for usage"],
       [["verify-receipt", "r.json"], "--keys JWKS.json is required", "run 'ask-only verify-receipt --help' for usage"],
       [["verify-receipt", "r.json", "--keys", "k.json", "--trust-me"], "unknown option '--trust-me'", "run 'ask-only verify-receipt --help' for usage"],

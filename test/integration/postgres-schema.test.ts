@@ -4,11 +4,14 @@
 // values stay set.
 import { describe, expect, test } from "bun:test";
 import type { SQL } from "bun";
-import { CatalogVersionWatch, claimMeta, readCatalogVersion } from "../../src/adapters/postgres/catalog.ts";
+import { PostgresCatalog, readCatalogVersion } from "../../src/adapters/postgres/catalog.ts";
 import { openPool, parseDatabaseUrl } from "../../src/adapters/postgres/connection.ts";
+import { Db } from "../../src/adapters/postgres/db.ts";
 import { classifyFailure, violatedConstraint } from "../../src/adapters/postgres/errors.ts";
 import { migrate, SchemaTooNew, schemaVersion } from "../../src/adapters/postgres/migrate.ts";
+import { PostgresRecords } from "../../src/adapters/postgres/records.ts";
 import { POSTGRES_MIGRATIONS } from "../../src/adapters/postgres/schema.ts";
+import { Catalog } from "../../src/core/desk/catalog.ts";
 import { listSigningKeys, registerSigningKey } from "../../src/adapters/postgres/signing-keys.ts";
 import { usePostgres } from "../helpers/postgres.ts";
 import { addKey, addNode, freshLedger } from "../helpers/postgres-ledger.ts";
@@ -151,28 +154,21 @@ describe("the catalog version", () => {
     expect([v1 - v0, v2 - v1, v3 - v2, v4 - v3, v5 - v4]).toEqual([1, 1, 1, 0, 2]);
   });
 
-  test("a node reads it at most once a second and sees a change another node made after that second", async () => {
+  test("a catalog change made through one node is seen by another node's catalog at its next check", async () => {
     await using ledger = await freshLedger(pg.server);
-    const other = ledger.pool(1);
-    let now = 0;
-    let reads = 0;
-    const watch = new CatalogVersionWatch(
-      () => {
-        reads += 1;
-        return readCatalogVersion(ledger.sql);
-      },
-      () => now,
-    );
-    const v0 = await watch.current();
-    await Promise.all(Array.from({ length: 50 }, () => watch.current()));
-    await other`INSERT INTO upstreams (name, url, header_names, created_at, refreshed_at) VALUES ('up', 'http://x', '{}', 0, 0)`;
-    now = 999;
-    expect(await watch.current()).toBe(v0);
-    expect(reads).toBe(1);
-    now = 1000;
-    const seen = await Promise.all([watch.current(), watch.current(), watch.current()]);
-    expect(seen).toEqual([v0 + 1, v0 + 1, v0 + 1]);
-    expect(reads).toBe(2);
+    const here = new Catalog(new PostgresCatalog(new Db(ledger.sql, () => {})), () => {});
+    const there = new PostgresCatalog(new Db(ledger.pool(1), () => {}));
+    await here.reload();
+    expect(await here.changed()).toBe(false);
+    await there.addUpstream({ name: "up", kind: "mcp", url: "http://127.0.0.1:9/mcp", auth: null, document: null, sealedFields: {}, now: 0 }, [
+      { name: "up__a", upstreamTool: "a", description: "", inputSchema: { type: "object" }, listing: {}, operation: null },
+    ]);
+    expect(await here.changed()).toBe(true);
+    await here.reload();
+    expect(here.tool("up__a")).toBeDefined();
+    expect(await here.changed()).toBe(false);
+    expect(await there.setPrice("up__a", 1500, 100)).toBe(true);
+    expect(await here.changed()).toBe(true);
   });
 });
 
@@ -202,9 +198,11 @@ describe("set-once meta", () => {
   test("the first of many nodes claiming a value sets it; every node gets that value back", async () => {
     await using ledger = await freshLedger(pg.server);
     const nodes = Array.from({ length: 6 }, () => ledger.pool(2));
-    const got = await Promise.all(nodes.flatMap((sql, i) => [claimMeta(sql, "sealing_key_sha256", `fp${i}`), claimMeta(sql, "sealing_key_sha256", `fp${i}`)]));
+    const records = nodes.map((sql) => new PostgresRecords(new Db(sql, () => {}), null));
+    const won = await Promise.all(records.flatMap((r, i) => [r.setMetaOnce("sealing_key_sha256", `fp${i}`), r.setMetaOnce("sealing_key_sha256", `fp${i}`)]));
+    expect(won.filter((w) => w)).toHaveLength(1);
     const [stored] = await ledger.sql`SELECT value FROM meta WHERE name = 'sealing_key_sha256'`;
-    expect(new Set(got)).toEqual(new Set([stored.value]));
+    expect(new Set(await Promise.all(records.map((r) => r.meta("sealing_key_sha256"))))).toEqual(new Set([stored.value]));
   });
 
   test("a claim that waited for another node's insert to commit returns that node's value", async () => {
@@ -221,11 +219,13 @@ describe("set-once meta", () => {
       await gate;
     });
     await insertedYet;
-    const claim = claimMeta(second, "sealing_key_sha256", "second");
+    const records = new PostgresRecords(new Db(second, () => {}), null);
+    const claim = records.setMetaOnce("sealing_key_sha256", "second");
     await untilWaitingOnALock(ledger.sql);
     commit();
     await holder;
-    expect(await claim).toBe("first");
+    expect(await claim).toBe(false);
+    expect(await records.meta("sealing_key_sha256")).toBe("first");
   });
 });
 

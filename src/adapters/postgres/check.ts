@@ -3,8 +3,12 @@
 // (they read receiptsByKey); this adds the one thing SQLite does not have, the chain head kept
 // on each key row.
 import type { SQL } from "bun";
+import type { LedgerCheck } from "../../core/desk/ports.ts";
+import type { ReceiptRecord } from "../../core/desk/records.ts";
 import { printable } from "../../core/receipt/printable.ts";
+import type { Db } from "./db.ts";
 import { toSafe } from "./money.ts";
+import { RECEIPT_COLUMNS, type ReceiptRow, receiptOf } from "./rows.ts";
 
 export async function checkMoney(sql: SQL): Promise<string[]> {
   const problems: string[] = [];
@@ -39,4 +43,24 @@ export async function checkMoney(sql: SQL): Promise<string[]> {
   if (toSafe(counts.settled) !== toSafe(counts.receipts))
     problems.push(`${counts.settled} settled reservations but ${counts.receipts} receipts of settled calls`);
   return problems;
+}
+
+/** The port's view of the checks: the money invariants above, and every receipt by key in chain order. */
+export class PostgresCheck implements LedgerCheck {
+  constructor(private readonly db: Db) {}
+
+  money(): Promise<string[]> {
+    return this.db.run(checkMoney);
+  }
+
+  async receiptsByKey(): Promise<Map<string, ReceiptRecord[]>> {
+    const rows = (await this.db.run((sql) => sql.unsafe(`SELECT ${RECEIPT_COLUMNS} FROM receipts ORDER BY key_id, seq`))) as ReceiptRow[];
+    const out = new Map<string, ReceiptRecord[]>();
+    for (const row of rows) {
+      const list = out.get(row.key_id) ?? [];
+      list.push(receiptOf(row));
+      out.set(row.key_id, list);
+    }
+    return out;
+  }
 }

@@ -8,6 +8,7 @@ import { failure } from "../../cli/voice.ts";
 import { beforeSqliteOpen, sqliteFiles } from "../../adapters/sqlite/database.ts";
 import { SqliteDeskLedger, type SqliteDeskLedgerOptions } from "../../adapters/sqlite/desk/ledger.ts";
 import { DataDirLock, LOCK_FILE } from "../../adapters/sqlite/lock.ts";
+import { newId } from "../../core/desk/secrets.ts";
 import {
   canonicalPath,
   checkPrivateFile,
@@ -21,8 +22,10 @@ import {
 const DB_FILE = "desk.db";
 const SIGNING_KEY_FILE = "receipt-signing.key";
 const SEALING_KEY_FILE = "sealing.key";
+/** This node's id among the desks sharing one PostgreSQL ledger (made at its first start there). */
+const NODE_ID_FILE = "node-id";
 
-export type DataDir = { path: string; db: string; signingKey: string; sealingKey: string; lock: string };
+export type DataDir = { path: string; db: string; signingKey: string; sealingKey: string; nodeId: string; lock: string };
 
 /** Runs a file-trust step, turning a refusal into the command's failure with its hint. */
 function trusted<T>(step: () => T): T {
@@ -42,6 +45,7 @@ export function dataDirPaths(dir: string): DataDir {
     db: join(path, DB_FILE),
     signingKey: join(path, SIGNING_KEY_FILE),
     sealingKey: join(path, SEALING_KEY_FILE),
+    nodeId: join(path, NODE_ID_FILE),
     lock: join(path, LOCK_FILE),
   };
 }
@@ -54,7 +58,7 @@ export function lockDataDir(d: DataDir): DataDirLock {
   trusted(() => {
     openPrivateDir(d.path, { create: true });
     // Every file already there is judged before anything is made: a refused directory is left as it was.
-    for (const p of [...sqliteFiles(d.lock), ...sqliteFiles(d.db), d.signingKey, d.sealingKey]) checkPrivateFile(p, { mayBeMissing: true });
+    for (const p of [...sqliteFiles(d.lock), ...sqliteFiles(d.db), d.signingKey, d.sealingKey, d.nodeId]) checkPrivateFile(p, { mayBeMissing: true });
   });
   let lock: DataDirLock | null;
   try {
@@ -77,18 +81,20 @@ export function replaceSecretFile(path: string, contents: string): void {
 
 /**
  * Checks the directory, creates any missing file and checks every one (the ledger's side files
- * too); returns which files were made now.
+ * too); returns which files were made now. With the ledger in PostgreSQL (`ledger: "postgres"`)
+ * there is no desk.db, and the node's id is kept instead.
  */
-export function prepareDataDir(d: DataDir, generateSigningPem: () => string): { created: string[] } {
+export function prepareDataDir(d: DataDir, generateSigningPem: () => string, ledger: "sqlite" | "postgres" = "sqlite"): { created: string[] } {
   return trusted(() => {
     openPrivateDir(d.path, { create: true });
     const created: string[] = [];
     // An empty file is an empty SQLite database: creating it first fixes its mode at 0600.
-    if (createPrivateFileIfMissing(d.db, () => new Uint8Array())) created.push(DB_FILE);
+    if (ledger === "sqlite" && createPrivateFileIfMissing(d.db, () => new Uint8Array())) created.push(DB_FILE);
+    if (ledger === "postgres" && createPrivateFileIfMissing(d.nodeId, () => `${newId("node")}\n`)) created.push(NODE_ID_FILE);
     if (createPrivateFileIfMissing(d.signingKey, generateSigningPem)) created.push(SIGNING_KEY_FILE);
     if (createPrivateFileIfMissing(d.sealingKey, () => new Uint8Array(randomBytes(32)))) created.push(SEALING_KEY_FILE);
-    beforeSqliteOpen(d.db);
-    for (const p of [d.signingKey, d.sealingKey]) checkPrivateFile(p);
+    if (ledger === "sqlite") beforeSqliteOpen(d.db);
+    for (const p of [d.signingKey, d.sealingKey, ...(ledger === "postgres" ? [d.nodeId] : [])]) checkPrivateFile(p);
     return { created };
   });
 }

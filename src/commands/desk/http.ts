@@ -40,6 +40,7 @@ const notFound = (): never => {
 };
 
 const TOOLS_PREFIX = "/v1/tools/";
+const NO_STORE = { "cache-control": "no-store" };
 
 export function createHandler(desk: Desk, options: HandlerOptions): Handler {
   const onInternal = options.onInternal ?? (() => {});
@@ -65,6 +66,12 @@ export function createHandler(desk: Desk, options: HandlerOptions): Handler {
       path: "/.well-known/receipt-signing-key.json",
       // no-cache: right after a rotation, a cached key set would fail the new receipts.
       handle: async () => Response.json(await desk.jwks(), { headers: { "cache-control": "no-cache" } }),
+    },
+    // For load balancers: 200 only while this desk can take calls (its ledger reachable, its lease held).
+    {
+      method: "GET",
+      path: "/healthz",
+      handle: async () => ((await desk.healthy()) ? Response.json({ ok: true }, { headers: NO_STORE }) : errorResponse("LEDGER_UNAVAILABLE", NO_STORE)),
     },
     { method: "GET", path: "/v1/tools", handle: (req) => agentTools(desk, req) },
     { method: "GET", path: "/v1/key", handle: (req) => agentKey(desk, req) },

@@ -6,8 +6,10 @@ import { serveHardened } from "../../adapters/bun/serve.ts";
 import { ApproverLink } from "../../adapters/approver-link/client.ts";
 import { FileDecisionKeys } from "../../adapters/approver-link/decision-keys.ts";
 import { mcpConnector } from "../../adapters/mcp-upstream/connector.ts";
+import { type DatabaseTarget, describeTarget } from "../../adapters/postgres/connection.ts";
+import type { LeaseTiming } from "../../adapters/postgres/node.ts";
+import { SigningKeyTaken } from "../../adapters/postgres/records.ts";
 import { restConnector } from "../../adapters/rest-upstream/connector.ts";
-import type { SqliteDeskLedger } from "../../adapters/sqlite/desk/ledger.ts";
 import { openCredential } from "../../adapters/upstream-auth/open.ts";
 import { DESK_FLAGS, flagOf } from "../../cli/flags.ts";
 import { failure, info, type Streams } from "../../cli/voice.ts";
@@ -18,13 +20,14 @@ import { generateSigningKey, loadSigner, ReceiptKeyError } from "../../core/rece
 import { checkLedger } from "../../core/desk/check.ts";
 import { Desk } from "../../core/desk/desk.ts";
 import { ABANDON_MARGIN_MS, APPROVER_TIMEOUT_MS } from "../../core/desk/limits.ts";
-import type { ApproverConnection } from "../../core/desk/ports.ts";
+import { type ApproverConnection, type DeskLedger, LedgerUnavailable } from "../../core/desk/ports.ts";
 import { SealedHeadersError } from "../../core/desk/registry.ts";
 import { SealedFieldError } from "../../core/upstream/credential-store.ts";
 import { consoleRoutes } from "./console.ts";
 import { dataDirPaths, lockDataDir, openDeskLedger, prepareDataDir, readSecret, replaceSecretFile } from "./data-dir.ts";
 import { createHandler, type Handler } from "./http.ts";
 import { type ApproverSettings, type DeskRun, deskSettings } from "./settings.ts";
+import { checkSealingKey, nodeIdOf, openSharedLedger } from "./shared-ledger.ts";
 
 export type { DeskFlags } from "./settings.ts";
 
@@ -32,11 +35,36 @@ const DEFAULT_DATA = flagOf(DESK_FLAGS, "--data").default;
 const ADMIN_TOKEN_META = "admin_token_sha256";
 /** How often the WAL is checkpointed, off the request path. */
 const CHECKPOINT_EVERY_MS = 200;
+/**
+ * How often a node on a shared ledger reads the catalog's version (one row) and reloads what
+ * another node changed: a catalog change reaches every node within this and one reload.
+ */
+const SHARED_CATALOG_CHECK_MS = 1_000;
+
+/** Runs `step` every `ms` after the previous run finished (never two at once) until stopped. */
+function repeat(ms: number, step: () => Promise<unknown>): { stop(): void } {
+  let timer: ReturnType<typeof setTimeout> | null = null;
+  let stopped = false;
+  const next = () => {
+    if (stopped) return;
+    timer = setTimeout(async () => {
+      await step().catch(() => {});
+      next();
+    }, ms);
+  };
+  next();
+  return {
+    stop() {
+      stopped = true;
+      if (timer !== null) clearTimeout(timer);
+    },
+  };
+}
 
 /** Runs the desk until SIGINT or SIGTERM. */
 export async function runDesk(run: DeskRun): Promise<void> {
   const { streams, flags } = run;
-  const { listenText, listen, timeoutMs, allowedHosts, allowUpstreamHosts, configured, tls, approver } = deskSettings(run);
+  const { listenText, listen, timeoutMs, allowedHosts, allowUpstreamHosts, configured, tls, database, lease, approver } = deskSettings(run);
   const log = (line: string) => info(streams, line);
 
   // The port comes first: a desk that cannot listen has created no file and shown no token.
@@ -66,13 +94,13 @@ export async function runDesk(run: DeskRun): Promise<void> {
 
   let started: Awaited<ReturnType<typeof startDesk>>;
   try {
-    started = await startDesk(run, { configured, timeoutMs, allowUpstreamHosts, approver, log });
+    started = await startDesk(run, { configured, timeoutMs, allowUpstreamHosts, database, lease, approver, log });
   } catch (err) {
     startFailed(err);
     await server.stop(true);
     throw err;
   }
-  const { desk, ledger, lock, sweep } = started;
+  const { desk, ledger, lock, sweep, shared } = started;
   handlerReady(
     createHandler(desk, {
       adminTokenSha256: started.adminHash,
@@ -85,6 +113,7 @@ export async function runDesk(run: DeskRun): Promise<void> {
   // Everything started above holds the process open (the sweep timer, the checkpoint worker).
   const shutdown = async () => {
     clearInterval(sweep);
+    shared?.stop();
     await desk.close();
     await ledger.close();
     lock.release();
@@ -111,16 +140,25 @@ async function startDesk(
     configured: { token: string; from: string } | null;
     timeoutMs: number;
     allowUpstreamHosts: string[];
+    database: DatabaseTarget | null;
+    lease: LeaseTiming;
     approver: ApproverSettings | null;
     log: (line: string) => void;
   },
-): Promise<{ desk: Desk; ledger: SqliteDeskLedger; lock: ReturnType<typeof lockDataDir>; sweep: ReturnType<typeof setInterval>; adminHash: Uint8Array }> {
+): Promise<{
+  desk: Desk;
+  ledger: DeskLedger;
+  lock: ReturnType<typeof lockDataDir>;
+  sweep: ReturnType<typeof setInterval>;
+  shared: { stop(): void } | null;
+  adminHash: Uint8Array;
+}> {
   const { streams, flags } = run;
-  const { configured, timeoutMs, allowUpstreamHosts, log } = o;
+  const { configured, timeoutMs, allowUpstreamHosts, database, lease, log } = o;
   const paths = dataDirPaths(flags.data ?? DEFAULT_DATA);
   // Held until exit (the kernel drops it even on SIGKILL): one desk per data directory.
   const lock = lockDataDir(paths);
-  const { created } = prepareDataDir(paths, () => generateSigningKey().privatePem);
+  const { created } = prepareDataDir(paths, () => generateSigningKey().privatePem, database === null ? "sqlite" : "postgres");
 
   let signer: ReturnType<typeof loadSigner>;
   try {
@@ -133,7 +171,23 @@ async function startDesk(
   if (sealingRaw.length !== 32) throw failure(`${paths.sealingKey} is not a 256-bit key (${sealingRaw.length} bytes)`);
   const sealingKey = await importSealingKey(new Uint8Array(sealingRaw));
 
-  const ledger = openDeskLedger(paths, { backgroundCheckpointMs: CHECKPOINT_EVERY_MS });
+  let ledger: DeskLedger;
+  const ledgerName = database === null ? paths.db : `the database ${describeTarget(database)}`;
+  if (database === null) {
+    ledger = openDeskLedger(paths, { backgroundCheckpointMs: CHECKPOINT_EVERY_MS });
+  } else {
+    const shared = await openSharedLedger(database, { nodeId: nodeIdOf(paths), lease, log });
+    ledger = shared;
+    try {
+      await checkSealingKey(shared, paths.sealingKey, new Uint8Array(sealingRaw));
+    } catch (err) {
+      await shared.close();
+      throw err;
+    }
+    const { from, to } = shared.migration;
+    if (from !== to) log(`ledger: schema migrated from version ${from} to ${to}`);
+    log(`ledger: ${ledgerName}, as node ${shared.nodeId}`);
+  }
 
   // Where the admin token comes from is said at every start, so an operator who lost it knows
   // which one opens /admin.
@@ -144,14 +198,15 @@ async function startDesk(
     log(`admin token: from ${configured.from}${stored !== null ? " (it replaces the one made at the first start)" : ""}`);
   } else if (stored !== null) {
     adminHash = new Uint8Array(Buffer.from(stored, "hex"));
-    log(`admin token: the one shown at the first start (only its hash is stored, in ${paths.db})`);
+    log(`admin token: the one shown at the first start (only its hash is stored, in ${ledgerName})`);
   } else {
     const token = newAdminToken();
     adminHash = sha256(token);
     if (!(await ledger.records.setMetaOnce(ADMIN_TOKEN_META, Buffer.from(adminHash).toString("hex")))) {
+      await ledger.close();
       throw failure("another desk stored an admin token at the same moment", "start the desk again");
     }
-    log(`admin token: made now and shown once on stdout; only its hash is stored, in ${paths.db}`);
+    log(`admin token: made now and shown once on stdout; only its hash is stored, in ${ledgerName}`);
     streams.out(`admin token (shown once; only its hash is stored): ${token}\n`);
   }
 
@@ -174,6 +229,12 @@ async function startDesk(
     if (err instanceof SealedHeadersError || err instanceof SealedFieldError) {
       throw failure(err.message, `${paths.sealingKey} must be the key they were sealed with`);
     }
+    if (err instanceof SigningKeyTaken) {
+      throw failure(
+        `${paths.signingKey}: ${err.message}`,
+        "each node needs its own receipt-signing.key: remove it from this copied data directory to have one made",
+      );
+    }
     throw err;
   }
   if (created.length > 0) log(`created ${created.join(", ")} in ${paths.path}`);
@@ -191,7 +252,22 @@ async function startDesk(
     },
     Math.max(1000, (timeoutMs + ABANDON_MARGIN_MS) / 2),
   );
-  return { desk, ledger, lock, sweep, adminHash };
+  // Another node's catalog changes, the settlements lost with the database once it answers, and
+  // the calls of nodes whose lease ran out (refunded within a second of it).
+  const shared =
+    database === null
+      ? null
+      : repeat(SHARED_CATALOG_CHECK_MS, async () => {
+          try {
+            await desk.resolveUnsettled();
+            await desk.refreshCatalog();
+            await desk.sweepStale();
+          } catch (err) {
+            // An unreachable database is logged once by the ledger; anything else is said here.
+            if (!(err instanceof LedgerUnavailable)) log(`shared ledger round failed: ${err instanceof Error ? err.name : "error"}`);
+          }
+        });
+  return { desk, ledger, lock, sweep, shared, adminHash };
 }
 
 /** The link to the approver, over mutual TLS with the desk's own certificate. */
@@ -202,11 +278,17 @@ function approverConnection(a: ApproverSettings): ApproverConnection {
   };
 }
 
-/** `desk check`: exit 0 when the ledger is sound, else a failure listing what is wrong. */
-export async function runDeskCheck(run: { data: string; streams: Streams }): Promise<void> {
-  const paths = dataDirPaths(run.data);
-  if (!existsSync(paths.db)) throw failure(`no desk ledger at ${paths.db}`, "give the data directory of a desk with --data DIR");
-  const ledger = openDeskLedger(paths, { backgroundCheckpointMs: CHECKPOINT_EVERY_MS });
+/** `desk check`: exit 0 when the ledger (in --data, or in the database) is sound, else a failure listing what is wrong. */
+export async function runDeskCheck(run: { data: string | undefined; database: DatabaseTarget | null; streams: Streams }): Promise<void> {
+  let ledger: DeskLedger;
+  if (run.database !== null) {
+    // No node: the check takes no call, sweeps nothing, and migrates nothing.
+    ledger = await openSharedLedger(run.database, { nodeId: null, migrate: false, log: () => {} });
+  } else {
+    const paths = dataDirPaths(run.data ?? DEFAULT_DATA);
+    if (!existsSync(paths.db)) throw failure(`no desk ledger at ${paths.db}`, "give the data directory of a desk with --data DIR");
+    ledger = openDeskLedger(paths, { backgroundCheckpointMs: CHECKPOINT_EVERY_MS });
+  }
   try {
     const report = await checkLedger(ledger);
     for (const line of report.ok) run.streams.out(`ok: ${line}\n`);

@@ -3,6 +3,8 @@
 // any file is made.
 import { readFileSync } from "node:fs";
 import { readDecisionKeys } from "../../adapters/approver-link/decision-keys.ts";
+import { type DatabaseTarget, DatabaseUrlError, parseDatabaseUrl } from "../../adapters/postgres/connection.ts";
+import { DEFAULT_LEASE, type LeaseTiming } from "../../adapters/postgres/node.ts";
 import { DESK_ENV, DESK_FLAGS, envSettingOf, flagOf } from "../../cli/flags.ts";
 import { failure, type Streams, usageError } from "../../cli/voice.ts";
 import { DEFAULT_UPSTREAM_TIMEOUT_MS } from "../../core/desk/limits.ts";
@@ -14,11 +16,14 @@ import { type LoadedTls, loadTlsFiles, TlsLoadError } from "../../core/tls/load.
 const ADMIN_TOKEN_ENV = envSettingOf(DESK_ENV, "ASK_ONLY_DESK_ADMIN_TOKEN").env;
 const ALLOW_UPSTREAM_HOST_ENV = flagOf(DESK_FLAGS, "--allow-upstream-host").env;
 const DEFAULT_LISTEN = flagOf(DESK_FLAGS, "--listen").default;
+const DATABASE_ENV = flagOf(DESK_FLAGS, "--database").env;
 const MIN_ADMIN_TOKEN_CHARS = 32;
 
 export type DeskFlags = {
   listen?: string;
   data?: string;
+  database?: string;
+  nodeLease?: string;
   adminTokenFile?: string;
   tlsCert?: string;
   tlsKey?: string;
@@ -199,6 +204,39 @@ function approverSettings(run: DeskRun): ApproverSettings | null {
   return { url, tls, keysPath, keys };
 }
 
+/**
+ * The PostgreSQL ledger's target from --database, else ASK_ONLY_DESK_DATABASE_URL; null for the
+ * SQLite ledger in --data. A URL we refuse stops the desk with its reason (never the password);
+ * so does a password in the flag's value.
+ */
+export function databaseTarget(flags: { database?: string }, env: Record<string, string | undefined>): DatabaseTarget | null {
+  const fromFlag = flags.database !== undefined;
+  const text = fromFlag ? flags.database! : env[DATABASE_ENV];
+  if (text === undefined || text === "") return null;
+  let target: DatabaseTarget;
+  try {
+    target = parseDatabaseUrl(text);
+  } catch (err) {
+    if (err instanceof DatabaseUrlError) throw usageError(`${fromFlag ? "--database" : DATABASE_ENV}: ${err.message}`, err.hint);
+    throw err;
+  }
+  // A flag's value is in the process list for every local user to read.
+  if (fromFlag && target.password !== "") {
+    throw usageError("--database holds a password, which every user of this machine can read in the process list", `give the URL in ${DATABASE_ENV} instead`);
+  }
+  return target;
+}
+
+/** --node-lease: seconds, 3 to 120; renewed every fifth of it, a fifth held back for safety (node.ts). */
+function parseNodeLease(text: string | undefined): LeaseTiming {
+  if (text === undefined) return DEFAULT_LEASE;
+  const secs = Number(text);
+  if (!/^\d+$/.test(text) || secs < 3 || secs > 120)
+    throw usageError(`--node-lease ${text} is not a whole number of seconds from 3 to 120`, "e.g. --node-lease 10");
+  const leaseMs = secs * 1000;
+  return { leaseMs, renewEveryMs: leaseMs / 5, safetyMs: leaseMs / 5 };
+}
+
 export type DeskSettings = {
   /** As given (for messages), and read. */
   listenText: string;
@@ -210,6 +248,8 @@ export type DeskSettings = {
   tls: { cert: string; key: string } | undefined;
   /** The approver calls above a key's threshold wait on, or null (they are then refused 503). */
   approver: ApproverSettings | null;
+  database: DatabaseTarget | null;
+  lease: LeaseTiming;
 };
 
 /** Every setting of `ask-only desk`, read and checked (usage errors exit 2, unreadable files 1). */
@@ -224,5 +264,7 @@ export function deskSettings(run: DeskRun): DeskSettings {
     configured: configuredAdminToken(run),
     tls: loadTls(run.flags),
     approver: approverSettings(run),
+    database: databaseTarget(run.flags, run.env),
+    lease: parseNodeLease(run.flags.nodeLease),
   };
 }

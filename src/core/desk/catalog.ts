@@ -1,6 +1,8 @@
 // The tools the desk serves, in memory: every active tool of the ledger with its schemas compiled
 // once, never per call. Whatever changes a tool or a price reloads it here, inside the domain
-// operation that made the change, so no face has to remember to.
+// operation that made the change, so no face has to remember to; a change made through another
+// desk sharing the ledger moves the store's stamp, and `reloadIfChanged` (the desk's timer)
+// picks it up.
 import { type ArgsCheck, compileArgsSchema, SchemaRefused } from "./args.ts";
 import type { CatalogStore, Log } from "./ports.ts";
 import type { ToolRecord } from "./records.ts";
@@ -21,6 +23,7 @@ type Compiled = { entry: ToolEntry; schemaText: string; listingText: string };
 
 export class Catalog {
   private compiled = new Map<string, Compiled>();
+  private loadedStamp: number | null = null;
 
   constructor(
     private readonly store: CatalogStore,
@@ -29,6 +32,8 @@ export class Catalog {
 
   /** Re-reads tools and prices; a schema is compiled again only when its text changed. */
   async reload(): Promise<void> {
+    // Read before the tools: a change between the two reads is seen again at the next check.
+    const stamp = await this.store.stamp();
     const next = new Map<string, Compiled>();
     for (const record of await this.store.tools()) {
       if (!record.active) continue;
@@ -47,6 +52,12 @@ export class Catalog {
       }
     }
     this.compiled = next;
+    this.loadedStamp = stamp;
+  }
+
+  /** Whether the store's stamp moved since the last reload (a change through another desk). */
+  async changed(): Promise<boolean> {
+    return (await this.store.stamp()) !== this.loadedStamp;
   }
 
   tool(name: string): ToolEntry | undefined {

@@ -11,10 +11,10 @@ import type { ArgsProblem } from "./args.ts";
 import type { ToolEntry } from "./catalog.ts";
 import type { DeskContext } from "./context.ts";
 import { FAILURES_PER_HOUR, HELD_RESULT_MS, HELD_RESULTS_PER_KEY } from "./limits.ts";
-import { type ClearingOutcome, type PlainOutcome, refusal, type SettleOutcome, statusOf } from "./outcomes.ts";
+import { type ClearingOutcome, type PlainOutcome, refusal, type SettleOutcome, statusOf, unrecorded } from "./outcomes.ts";
 import { hourOf, periodOf } from "./period.ts";
 import type { CallOutcome } from "../upstream/outcome.ts";
-import type { CallContext } from "./ports.ts";
+import { type CallContext, LedgerUnavailable, type SettleResult } from "./ports.ts";
 import { type DeskKey, spentIn } from "./records.ts";
 import { lookupOf, sha256 } from "./secrets.ts";
 
@@ -35,6 +35,16 @@ export type ClearingCall = {
 
 /** Clears one call of `toolName` with `args` for the holder of `keySecret`. */
 export async function clear(d: DeskContext, keySecret: string | null, toolName: string, args: unknown, call: ClearingCall = {}): Promise<ClearingOutcome> {
+  try {
+    return await clearSteps(d, keySecret, toolName, args, call);
+  } catch (err) {
+    // Before the reservation nothing was charged and no upstream called; after it, see settle.
+    if (err instanceof LedgerUnavailable) return unrecorded("LEDGER_UNAVAILABLE");
+    throw err;
+  }
+}
+
+async function clearSteps(d: DeskContext, keySecret: string | null, toolName: string, args: unknown, call: ClearingCall): Promise<ClearingOutcome> {
   const now = d.now();
   const key = await validKey(d, keySecret, now);
   if (key === null) return keyInvalid();
@@ -207,7 +217,15 @@ async function settle(d: DeskContext, ctx: CallContext, reservationId: number, a
   const plan = answer.kind === "ok" ? null : REFUNDS[answer.kind];
   const outcome = plan?.outcome ?? "charged";
   const { make, last } = d.signing.receiptMaker();
-  const settled = await d.ledger.money.settle({ reservationId, outcome, resultSha256: resultHash, now: d.now() }, make);
+  let settled: SettleResult;
+  try {
+    settled = await d.ledger.money.settle({ reservationId, outcome, resultSha256: resultHash, now: d.now() }, make);
+  } catch (err) {
+    // The settlement may or may not have committed: the agent gets 503 and not the result, and
+    // the call is resolved once the ledger answers (unsettled.ts).
+    if (err instanceof LedgerUnavailable) d.unsettled.add({ reservationId, keyId: ctx.key.id, result: answer.kind === "ok" ? answer.result : null });
+    throw err;
+  }
   if (settled.kind === "already_settled") {
     // The sweep refunded it as abandoned while the upstream was still answering: the agent
     // got no answer it pays for, and gets the abandoned receipt.

@@ -4,6 +4,7 @@ import type { Catalog } from "./catalog.ts";
 import type { ApproverConnection, Clock, DeskLedger, Log } from "./ports.ts";
 import type { UpstreamRegistry } from "./registry.ts";
 import type { Signing } from "./signing.ts";
+import type { UnsettledCalls } from "./unsettled.ts";
 
 export type DeskContext = {
   readonly ledger: DeskLedger;
@@ -15,4 +16,6 @@ export type DeskContext = {
   readonly signing: Signing;
   /** The approver a call above its key's threshold waits on (--approver), or null. */
   readonly approver: ApproverConnection | null;
+  /** Settlements whose outcome the ledger left unknown, resolved once it answers again. */
+  readonly unsettled: UnsettledCalls;
 };

@@ -18,6 +18,7 @@ import { type Registered, UpstreamRegistry, type UpstreamSpec, type UpstreamStat
 import * as sandbox from "./sandbox.ts";
 import type { SealingKey } from "./seal.ts";
 import { Signing } from "./signing.ts";
+import { UnsettledCalls } from "./unsettled.ts";
 import { WireError } from "../errors.ts";
 
 export type DeskOptions = {
@@ -65,7 +66,17 @@ export class Desk {
       log,
     });
     const signing = new Signing(options.signer, options.ledger.records, options.storeSigningKey ?? (() => {}), now);
-    const desk = new Desk({ ledger: options.ledger, now, log, upstreamTimeoutMs, catalog, registry, signing, approver: options.approver ?? null });
+    const desk = new Desk({
+      ledger: options.ledger,
+      now,
+      log,
+      upstreamTimeoutMs,
+      catalog,
+      registry,
+      signing,
+      unsettled: new UnsettledCalls(),
+      approver: options.approver ?? null,
+    });
     await signing.publish();
     await registry.openStored();
     await catalog.reload();
@@ -246,6 +257,27 @@ export class Desk {
   /** Settles the reservations whose approval can no longer be used (recovery.ts). */
   sweepApprovals(): Promise<number> {
     return sweepApprovals(this.#d);
+  }
+
+  /**
+   * Reloads the catalog when another desk sharing the ledger changed an upstream, a tool or a
+   * price (the stamp moved), opening any upstream it registered first. Whether it reloaded.
+   */
+  async refreshCatalog(): Promise<boolean> {
+    if (!(await this.#d.catalog.changed())) return false;
+    await this.#d.registry.openStored();
+    await this.#d.catalog.reload();
+    return true;
+  }
+
+  /** Settles again the calls whose settlement the ledger left unknown (unsettled.ts); how many were resolved. */
+  resolveUnsettled(): Promise<number> {
+    return this.#d.unsettled.size === 0 ? Promise.resolve(0) : this.#d.unsettled.resolve(this.#d);
+  }
+
+  /** Whether the desk can take calls now (GET /healthz): its ledger reachable and, with several nodes, its lease held. */
+  healthy(): Promise<boolean> {
+    return this.#d.ledger.healthy();
   }
 
   async close(): Promise<void> {

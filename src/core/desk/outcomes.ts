@@ -33,11 +33,17 @@ export function countsAsFailure(outcome: PlainOutcome): boolean {
 export type SettleOutcome = Exclude<ReceiptOutcome, "refused_not_allowed" | "refused_budget">;
 
 /**
- * Answers recorded nowhere: no key was identified, the request itself was refused, or the desk
- * failed; and the answers to a call that waits for a person while nothing has changed (it is
- * pending, or the approver's decision could not be read).
+ * Answers recorded nowhere: no key was identified, the request itself was refused, the desk
+ * failed, or its ledger could not serve; and the answers to a call that waits for a person while
+ * nothing has changed (it is pending, or the approver's decision could not be read).
  */
-export type UnrecordedOutcome = "refused_key_invalid" | "refused_request" | "internal_error" | "approval_pending" | "refused_approver_bad_answer";
+export type UnrecordedOutcome =
+  | "refused_key_invalid"
+  | "refused_request"
+  | "internal_error"
+  | "ledger_unavailable"
+  | "approval_pending"
+  | "refused_approver_bad_answer";
 
 export type ClearingOutcomeName = ReceiptOutcome | PlainOutcome | UnrecordedOutcome;
 
@@ -95,5 +101,6 @@ export function refusal(
 
 /** A request refused before the clearing path could identify a key (its body, its path) or a fault of the desk. */
 export function unrecorded(code: ErrorCode): ClearingOutcome {
-  return refusal(code, code === "INTERNAL" ? "internal_error" : "refused_request", { priceMc: 0, remainingMc: null });
+  const outcome = code === "INTERNAL" ? "internal_error" : code === "LEDGER_UNAVAILABLE" ? "ledger_unavailable" : "refused_request";
+  return refusal(code, outcome, { priceMc: 0, remainingMc: null });
 }

@@ -3,7 +3,7 @@
 // client (adapters/mcp-upstream) today's upstream. Another backend is another adapter passing
 // the same tests. Every ledger method is async, so an adapter may be a network database.
 import type { SpendAsk } from "../asks.ts";
-import type { ErrorCode } from "../errors.ts";
+import { type ErrorCode, WireError } from "../errors.ts";
 import type { ApprovalEnvelope, ReceiptJwk } from "../receipt/index.ts";
 import type { ReceiptKeys } from "../receipt/verify.ts";
 import type { AuthSettings } from "../upstream/auth-config.ts";
@@ -46,6 +46,19 @@ export class LedgerConflict extends Error {
   override name = "LedgerConflict";
   constructor(readonly code: "EXISTS" | "MISSING" | "OVER_BUDGET") {
     super(code);
+  }
+}
+
+/**
+ * The ledger cannot serve now (a network database unreachable, a transaction that failed, this
+ * node's lease not held): answered 503 LEDGER_UNAVAILABLE by every face, and on the clearing
+ * path before any upstream call. Whether a write that failed this way committed is unknown to
+ * the caller (a COMMIT whose answer was lost).
+ */
+export class LedgerUnavailable extends WireError {
+  override name = "LedgerUnavailable";
+  constructor(readonly reason: string) {
+    super("LEDGER_UNAVAILABLE");
   }
 }
 
@@ -134,9 +147,11 @@ export interface MoneyLedger {
   /** Charges or refunds an open reservation, into the period it was taken from. */
   settle(settlement: Settlement, make: ReceiptMaker): Promise<SettleResult>;
   /**
-   * Ids of open reservations whose call started before `beforeMs` (all of them: Infinity): an
-   * ordinary call from its reservation, an approved one from its claim. A reservation awaiting a
-   * person's decision is never among them (approvalsDue finds those).
+   * Ids of reservations nobody else will settle: this desk's own still open whose call started
+   * before `beforeMs` (all of them: Infinity; an ordinary call from its reservation, an approved
+   * one from its claim), and, where several desk nodes share the ledger, every open one of a node
+   * whose lease has run out. A reservation awaiting a person's decision is never among them
+   * (approvalsDue finds those).
    */
   openReservations(beforeMs: number): Promise<number[]>;
   /**
@@ -196,6 +211,11 @@ export interface CatalogStore {
   tools(): Promise<ToolRecord[]>;
   /** False when there is no such tool. */
   setPrice(name: string, priceMc: number, upstreamCostMc: number): Promise<boolean>;
+  /**
+   * A value that changes whenever an upstream, a tool or a price changes, through this desk or
+   * any other sharing the ledger: the desk reloads its catalog when it moved.
+   */
+  stamp(): Promise<number>;
 }
 
 export interface RecordStore {
@@ -209,7 +229,7 @@ export interface RecordStore {
   heldResult(receiptId: string, now: number): Promise<HeldResult | null>;
   /** Which of these receipts have a result held at `now`. */
   heldAmong(receiptIds: readonly string[], now: number): Promise<Set<string>>;
-  /** Publishes a signing key; every other one is retired at `now`. */
+  /** Publishes a signing key; every other one of this desk (node) is retired at `now`. */
   addSigningKey(kid: string, publicJwk: ReceiptJwk, now: number): Promise<void>;
   signingKeys(): Promise<SigningKeyRecord[]>;
   meta(name: string): Promise<string | null>;
@@ -266,6 +286,8 @@ export interface DeskLedger {
   readonly sandbox: SandboxStore;
   readonly credentials: CredentialStores;
   readonly check: LedgerCheck;
+  /** Whether the ledger can serve calls now (GET /healthz): reachable, and this node's lease held. */
+  healthy(): Promise<boolean>;
   /** Finishes background work and closes; nothing is lost that a method had answered. */
   close(): Promise<void>;
 }

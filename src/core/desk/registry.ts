@@ -61,7 +61,8 @@ export type RegistryOptions = {
   log: Log;
 };
 
-type Opened = { upstream: Upstream; credential: ReplaceableCredential };
+/** `refreshedAt`: the record's, when this client was built from its tools. */
+type Opened = { upstream: Upstream; credential: ReplaceableCredential; refreshedAt: number };
 
 /** A REST document's tools, as the ledger stores them, and the operations left out. */
 type DocumentListing = { tools: ToolListing[]; skipped: SkippedOperation[] };
@@ -72,16 +73,22 @@ export class UpstreamRegistry {
   constructor(private readonly o: RegistryOptions) {}
 
   /**
-   * Opens every stored upstream (at start-up). SealedHeadersError, or SealedFieldError (naming
-   * the upstream and the field), when a credential does not open under this sealing key.
+   * Opens every stored upstream not open as stored: all of them at start-up; later, those another
+   * desk sharing the ledger registered or refreshed (a REST client is built from its tools).
+   * SealedHeadersError, or SealedFieldError (naming the upstream and the field), when a
+   * credential does not open under this sealing key.
    */
   async openStored(): Promise<void> {
     const tools = await this.o.store.tools();
     for (let record of await this.o.store.upstreams()) {
+      const opened = this.open.get(record.name);
+      if (opened !== undefined && opened.refreshedAt === record.refreshedAt) continue;
       if (record.sealedHeaders !== null) record = await this.moveSealedHeaders(record);
-      const credential = new ReplaceableCredential(await this.credentialOf(record.name, record.auth));
+      const credential = opened?.credential ?? new ReplaceableCredential(await this.credentialOf(record.name, record.auth));
       const stored = tools.filter((t) => t.upstream === record.name && t.active);
-      this.open.set(record.name, { upstream: this.connect(record.kind, record.name, new URL(record.url), credential, stored), credential });
+      const upstream = this.connect(record.kind, record.name, new URL(record.url), credential, stored);
+      this.open.set(record.name, { upstream, credential, refreshedAt: record.refreshedAt });
+      await opened?.upstream.close();
     }
   }
 
@@ -128,7 +135,7 @@ export class UpstreamRegistry {
       throw err;
     }
     await staged.attach(this.o.credentials.of(spec.name), mark);
-    this.open.set(spec.name, { upstream, credential });
+    this.open.set(spec.name, { upstream, credential, refreshedAt: record.now });
     await this.o.catalog.reload();
     const stored = (await this.o.store.upstream(spec.name))!;
     return { ...this.stateOf(stored), tools: listing.tools.map((t) => t.name), skipped: listing.skipped };
@@ -139,9 +146,11 @@ export class UpstreamRegistry {
     const opened = this.open.get(name);
     const record = await this.o.store.upstream(name);
     if (opened === undefined || record === null) throw new WireError("UPSTREAM_UNKNOWN");
+    const now = this.o.now();
     if (record.kind === "mcp") {
       const tools = await this.listOrThrow(opened.upstream);
-      await this.o.store.refreshTools(name, tools, this.o.now());
+      await this.o.store.refreshTools(name, tools, now);
+      opened.refreshedAt = now;
       await this.o.catalog.reload();
       return { tools: tools.map((t) => t.name), skipped: [] };
     }
@@ -150,9 +159,9 @@ export class UpstreamRegistry {
     const fromDocument = await this.documentTools(name, source);
     const upstream = this.connect("rest", name, new URL(record.url), opened.credential, fromDocument.tools);
     const tools = await this.listOrThrow(upstream);
-    await this.o.store.refreshTools(name, tools, this.o.now());
+    await this.o.store.refreshTools(name, tools, now);
     // Calls in flight finish on the client they started on; the next ones use the new tools.
-    this.open.set(name, { upstream, credential: opened.credential });
+    this.open.set(name, { upstream, credential: opened.credential, refreshedAt: now });
     await opened.upstream.close();
     await this.o.catalog.reload();
     return { tools: tools.map((t) => t.name), skipped: fromDocument.skipped };

@@ -8,7 +8,14 @@ import { writeFields } from "./credentials.ts";
 import { type ToolRow, toolOf, UPSTREAM_COLUMNS, type UpstreamRow, upstreamOf } from "./rows.ts";
 
 export class SqliteCatalog implements CatalogStore {
+  /** Moved by every catalog write: one desk process holds the file (its lock), so none is missed. */
+  private writes = 0;
+
   constructor(private readonly sql: Sql) {}
+
+  async stamp(): Promise<number> {
+    return this.writes;
+  }
 
   async upstream(name: string): Promise<UpstreamRecord | null> {
     const row = this.sql.db.query(`SELECT ${UPSTREAM_COLUMNS} FROM upstreams WHERE name = ?`).get(name) as UpstreamRow | null;
@@ -47,6 +54,7 @@ export class SqliteCatalog implements CatalogStore {
       this.writeTools(upstream.name, tools);
       writeFields(this.sql, upstream.name, upstream.sealedFields);
     });
+    this.writes++;
   }
 
   async storedDocument(upstream: string): Promise<Record<string, unknown> | null> {
@@ -61,6 +69,7 @@ export class SqliteCatalog implements CatalogStore {
       }
       this.writeTools(upstream, tools);
     });
+    this.writes++;
   }
 
   private writeTools(upstream: string, tools: readonly ToolListing[]): void {
@@ -87,6 +96,7 @@ export class SqliteCatalog implements CatalogStore {
   }
 
   async setPrice(name: string, priceMc: number, upstreamCostMc: number): Promise<boolean> {
+    this.writes++;
     return this.sql.db.query("UPDATE tools SET price_mc = ?, upstream_cost_mc = ? WHERE name = ?").run(priceMc, upstreamCostMc, name).changes === 1;
   }
 }

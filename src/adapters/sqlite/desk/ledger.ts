@@ -40,6 +40,7 @@ export class SqliteDeskLedger implements DeskLedger {
   readonly #db: Database;
   readonly #commit: GroupCommit;
   readonly #checkpointer: Checkpointer | null;
+  #open = true;
 
   /** Opens (creating when missing) the ledger at `path` (":memory:" for tests), migrated to the newest schema. */
   constructor(path: string, options: SqliteDeskLedgerOptions = {}) {
@@ -72,7 +73,13 @@ export class SqliteDeskLedger implements DeskLedger {
     await this.#checkpointer?.stop();
   }
 
+  /** One process holds the file and nothing else must be reached: healthy while open. */
+  async healthy(): Promise<boolean> {
+    return this.#open;
+  }
+
   async close(): Promise<void> {
+    this.#open = false;
     await this.stopCheckpointer();
     this.#db.close();
   }

@@ -1,0 +1,111 @@
+// Reading what the PostgreSQL desk ledger recorded (receipts, the audit log, held results), every
+// node's receipt-signing keys, and the settings the nodes share in meta (the admin token's hash,
+// the sealing key's fingerprint), each set once by the first node and read by the others.
+import type { RecordStore } from "../../core/desk/ports.ts";
+import type { AuditEntry, AuditFilter, HeldResult, ReceiptRecord, SigningKeyRecord } from "../../core/desk/records.ts";
+import type { ReceiptJwk } from "../../core/receipt/index.ts";
+import type { Db } from "./db.ts";
+import { toSafe } from "./money.ts";
+import type { NodeSession } from "./node.ts";
+import { type AuditRow, auditOf, RECEIPT_COLUMNS, type ReceiptRow, receiptOf, signingKeyOf } from "./rows.ts";
+import { listSigningKeys, registerSigningKey } from "./signing-keys.ts";
+
+/** The receipt-signing key in this node's data directory is registered to another node: their data directories were copied. */
+export class SigningKeyTaken extends Error {
+  override name = "SigningKeyTaken";
+  constructor(
+    readonly kid: string,
+    readonly owner: string,
+  ) {
+    super(`the receipt-signing key ${kid} is registered to node ${owner}`);
+  }
+}
+
+const bigOrNull = (n: number | null) => (n === null ? null : BigInt(n));
+
+export class PostgresRecords implements RecordStore {
+  constructor(
+    private readonly db: Db,
+    private readonly node: NodeSession | null,
+  ) {}
+
+  async receipt(id: string): Promise<ReceiptRecord | null> {
+    const [row] = (await this.db.run((sql) => sql.unsafe(`SELECT ${RECEIPT_COLUMNS} FROM receipts WHERE id = $1`, [id]))) as ReceiptRow[];
+    return row === undefined ? null : receiptOf(row);
+  }
+
+  async keyReceipts(keyId: string, sinceMs: number, limit: number): Promise<ReceiptRecord[]> {
+    const rows = (await this.db.run((sql) =>
+      sql.unsafe(`SELECT ${RECEIPT_COLUMNS} FROM receipts WHERE key_id = $1 AND issued_at >= $2::bigint ORDER BY seq LIMIT $3::integer`, [
+        keyId,
+        BigInt(sinceMs),
+        limit,
+      ]),
+    )) as ReceiptRow[];
+    return rows.map(receiptOf);
+  }
+
+  async receipts(filter: { orgId: string | null; sinceMs: number | null }): Promise<ReceiptRecord[]> {
+    const rows = (await this.db.run((sql) =>
+      sql.unsafe(`SELECT ${RECEIPT_COLUMNS} FROM receipts WHERE ($1::text IS NULL OR org_id = $1) AND ($2::bigint IS NULL OR issued_at >= $2) ORDER BY n`, [
+        filter.orgId,
+        bigOrNull(filter.sinceMs),
+      ]),
+    )) as ReceiptRow[];
+    return rows.map(receiptOf);
+  }
+
+  async audit(f: AuditFilter): Promise<AuditEntry[]> {
+    const rows = (await this.db.run(
+      (sql) => sql`
+        SELECT at, org_id, key_id, tool, outcome, http_status, price_mc, upstream_cost_mc, margin_mc, receipt_id FROM audit
+         WHERE (${f.orgId}::text IS NULL OR org_id = ${f.orgId}) AND (${f.keyId}::text IS NULL OR key_id = ${f.keyId})
+           AND (${bigOrNull(f.sinceMs)}::bigint IS NULL OR at >= ${bigOrNull(f.sinceMs)}::bigint)
+         ORDER BY id LIMIT ${f.limit}::integer`,
+    )) as AuditRow[];
+    return rows.map(auditOf);
+  }
+
+  async heldResult(receiptId: string, now: number): Promise<HeldResult | null> {
+    const [row] = await this.db.run(
+      (sql) => sql`SELECT key_id, result, held_until FROM held_results WHERE receipt_id = ${receiptId} AND held_until > ${BigInt(now)}::bigint`,
+    );
+    if (row === undefined) return null;
+    return { receiptId, keyId: row.key_id, result: JSON.parse(row.result) as Record<string, unknown>, heldUntil: toSafe(row.held_until) };
+  }
+
+  async heldAmong(receiptIds: readonly string[], now: number): Promise<Set<string>> {
+    if (receiptIds.length === 0) return new Set();
+    const rows = await this.db.run(
+      (sql) => sql`SELECT receipt_id FROM held_results WHERE held_until > ${BigInt(now)}::bigint AND receipt_id = ANY(${[...receiptIds]}::text[])`,
+    );
+    return new Set(rows.map((r: { receipt_id: string }) => r.receipt_id));
+  }
+
+  /** Makes `kid` this node's current key (its previous one retired); the other nodes' keys are untouched. */
+  async addSigningKey(kid: string, publicJwk: ReceiptJwk, now: number): Promise<void> {
+    if (this.node === null) throw new Error("a signing key is published by a node");
+    const nodeId = this.node.id;
+    await this.db.run(async (sql) => {
+      const [owner] = await sql`SELECT node_id FROM signing_keys WHERE kid = ${kid}`;
+      if (owner !== undefined && owner.node_id !== nodeId) throw new SigningKeyTaken(kid, owner.node_id);
+      await registerSigningKey(sql, nodeId, kid, JSON.stringify(publicJwk), now);
+    });
+  }
+
+  /** Every node's keys, current ones first. */
+  async signingKeys(): Promise<SigningKeyRecord[]> {
+    return (await this.db.run(listSigningKeys)).map(signingKeyOf);
+  }
+
+  async meta(name: string): Promise<string | null> {
+    const [row] = await this.db.run((sql) => sql`SELECT value FROM meta WHERE name = ${name}`);
+    return (row?.value as string | undefined) ?? null;
+  }
+
+  /** A claim that waits for another node's insert of the same name finds it there: false. */
+  async setMetaOnce(name: string, value: string): Promise<boolean> {
+    const rows = await this.db.run((sql) => sql`INSERT INTO meta (name, value) VALUES (${name}, ${value}) ON CONFLICT (name) DO NOTHING RETURNING name`);
+    return rows.length === 1;
+  }
+}
