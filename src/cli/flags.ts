@@ -142,6 +142,21 @@ export const DESK_FLAGS = [
     repeatable: true,
     help: "a link-local or unspecified address (169.254.0.0/16, fe80::/10, 0.0.0.0, ::) an upstream URL may name, refused otherwise; repeatable (the variable takes a comma-separated list; the flag wins)",
   },
+  {
+    name: "--approver",
+    value: "URL",
+    env: "ASK_ONLY_DESK_APPROVER_URL",
+    help: "the approver's desk listener (https only): calls above a key's approve_above_mc wait there for a person (with the four flags below)",
+  },
+  { name: "--approver-cert", value: "PATH", env: "ASK_ONLY_DESK_APPROVER_CERT", help: "the desk's client certificate (desk.pem from certs DIR --desk)" },
+  { name: "--approver-key", value: "PATH", env: "ASK_ONLY_DESK_APPROVER_KEY", help: "its key (desk.key)" },
+  { name: "--approver-ca", value: "PATH", env: "ASK_ONLY_DESK_APPROVER_CA", help: "the approver's CA (approver-ca.pem)" },
+  {
+    name: "--approver-keys",
+    value: "PATH",
+    env: "ASK_ONLY_DESK_APPROVER_KEYS",
+    help: "the approver's decision keys (approver --print-decision-keys): the desk acts only on decisions they sign",
+  },
 ] as const satisfies readonly Flag[];
 
 export const DESK_ENV = [

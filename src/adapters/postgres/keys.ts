@@ -13,7 +13,7 @@ import type { NodeSession } from "./node.ts";
 import { type KeyRow, keyOf, type OrgRow, orgOf } from "./rows.ts";
 
 const KEY_COLUMNS =
-  "id, org_id, name, lookup, secret_sha256, budget_mc, spent_mc, reset, period, allow, prices, expires_at, revoked_at, created_at, fail_hour, fail_count";
+  "id, org_id, name, lookup, secret_sha256, budget_mc, spent_mc, reset, period, allow, prices, expires_at, revoked_at, created_at, fail_hour, fail_count, approve_above_mc";
 
 /** Inserts an org (also inside the sandbox's grant transaction). */
 export function insertOrg(sql: SQL, org: Org) {
@@ -23,9 +23,10 @@ export function insertOrg(sql: SQL, org: Org) {
 /** Inserts a key (also inside the sandbox's grant transaction). */
 export function insertKey(sql: SQL, k: NewKey) {
   return sql`
-    INSERT INTO keys (id, org_id, name, lookup, secret_sha256, budget_mc, spent_mc, reset, period, allow, prices, expires_at, created_at)
+    INSERT INTO keys (id, org_id, name, lookup, secret_sha256, budget_mc, spent_mc, reset, period, allow, prices, expires_at, created_at, approve_above_mc)
     VALUES (${k.id}, ${k.orgId}, ${k.name}, ${k.lookup}, ${Buffer.from(k.secretSha256)}, ${BigInt(k.budgetMc)}::bigint, 0, ${k.reset}, ${k.period},
-            ${[...k.allow]}::text[], ${{ ...k.prices }}::jsonb, ${k.expiresAt === null ? null : BigInt(k.expiresAt)}::bigint, ${BigInt(k.now)}::bigint)`;
+            ${[...k.allow]}::text[], ${{ ...k.prices }}::jsonb, ${k.expiresAt === null ? null : BigInt(k.expiresAt)}::bigint, ${BigInt(k.now)}::bigint,
+            ${k.approveAboveMc === undefined || k.approveAboveMc === null ? null : BigInt(k.approveAboveMc)}::bigint)`;
 }
 
 /** A unique or primary key taken: EXISTS. Anything else stays what it was. */
@@ -94,17 +95,19 @@ export class PostgresKeys implements KeyStore {
         if (key === undefined) throw new LedgerConflict("MISSING");
         const period = periodOf(key.reset, now);
         const expires = patch.expiresAt === undefined ? key.expires_at : patch.expiresAt === null ? null : BigInt(patch.expiresAt);
+        const approveAbove = patch.approveAboveMc === undefined ? key.approve_above_mc : patch.approveAboveMc === null ? null : BigInt(patch.approveAboveMc);
         const [row] = (await tx`
           UPDATE keys SET name = ${patch.name ?? key.name},
                  budget_mc = ${patch.budgetMc === undefined ? key.budget_mc : BigInt(patch.budgetMc)}::bigint,
                  allow = ${patch.allow === undefined ? key.allow : [...patch.allow]}::text[],
                  prices = ${patch.prices === undefined ? key.prices : { ...patch.prices }}::jsonb,
                  expires_at = ${expires}::bigint,
+                 approve_above_mc = ${approveAbove}::bigint,
                  spent_mc = CASE WHEN ${period} >= period THEN (CASE WHEN period = ${period} THEN spent_mc ELSE 0 END) ELSE spent_mc END,
                  period = CASE WHEN ${period} >= period THEN ${period} ELSE period END
            WHERE id = ${id}
           RETURNING id, org_id, name, lookup, secret_sha256, budget_mc, spent_mc, reset, period, allow, prices, expires_at, revoked_at,
-                    created_at, fail_hour, fail_count`) as KeyRow[];
+                    created_at, fail_hour, fail_count, approve_above_mc`) as KeyRow[];
         return keyOf(row!);
       });
     } catch (err) {

@@ -34,6 +34,7 @@ export type KeyRow = {
   created_at: Int8;
   fail_hour: string;
   fail_count: number;
+  approve_above_mc: Int8 | null;
 };
 
 export function keyOf(r: KeyRow): DeskKey {
@@ -52,6 +53,7 @@ export function keyOf(r: KeyRow): DeskKey {
     createdAt: toSafe(r.created_at),
     failHour: r.fail_hour,
     failCount: r.fail_count,
+    approveAboveMc: orNull(r.approve_above_mc),
   };
 }
 

@@ -240,7 +240,25 @@ CREATE TABLE upstream_credentials (
 );
 `;
 
+// Calls that wait for a person (core/desk/approval.ts), as in SQLite's migration 7: a key's
+// threshold; on a reservation, the spend ask sent for it, its stage (awaiting a decision, or
+// claimed by the one repeat that used the approval, on the node that claimed it, whose call
+// started at claimed_at) and the signed decision it binds once claimed. An approval id names one
+// reservation.
+const V3 = `
+ALTER TABLE keys ADD COLUMN approve_above_mc bigint CHECK (approve_above_mc IS NULL OR approve_above_mc >= 0);
+ALTER TABLE reservations ADD COLUMN approval_id text COLLATE "C";
+ALTER TABLE reservations ADD COLUMN ask_sha256 text;
+ALTER TABLE reservations ADD COLUMN approval_expires_at bigint;
+ALTER TABLE reservations ADD COLUMN approval_stage text CHECK (approval_stage IS NULL OR approval_stage IN ('awaiting', 'claimed'));
+ALTER TABLE reservations ADD COLUMN approval text CHECK (approval IS NULL OR approval::json IS NOT NULL);
+ALTER TABLE reservations ADD COLUMN claimed_at bigint;
+CREATE UNIQUE INDEX reservations_approval ON reservations(approval_id) WHERE approval_id IS NOT NULL;
+CREATE INDEX reservations_awaiting ON reservations(approval_expires_at) WHERE state = 'open' AND approval_stage = 'awaiting';
+`;
+
 export const POSTGRES_MIGRATIONS: readonly Migration[] = [
   { name: "desk ledger", sql: V1 },
   { name: "desk rest upstreams and credentials", sql: V2 },
+  { name: "desk approvals", sql: V3 },
 ];

@@ -54,6 +54,8 @@ const orgView = (o: Org): OrgView => ({ org_id: o.id, name: o.name, created_at: 
 
 const shortText = (max: number) => (v: unknown) => (typeof v === "string" && v.length >= 1 && v.length <= max && v.isWellFormed() ? v : undefined);
 const money = intIn(0, MAX_MC);
+/** A key's approval threshold: millicents, or null for "never waits for a person". */
+const threshold = (v: unknown) => (v === null ? null : money(v));
 const toolList = (v: unknown) =>
   Array.isArray(v) && v.length <= 1000 && v.every((t) => typeof t === "string" && t.length >= 1 && t.length <= 200) ? [...new Set(v as string[])] : undefined;
 const priceMap = (v: unknown) => {
@@ -104,11 +106,12 @@ function keyView(desk: Desk, k: DeskKey): KeyView {
     expires_at: isoOrNull(k.expiresAt),
     revoked_at: isoOrNull(k.revokedAt),
     created_at: iso(k.createdAt),
+    approve_above_mc: k.approveAboveMc,
   };
 }
 
 async function createKey(desk: Desk, b: Body): Promise<Response> {
-  onlyFields(b, ["org_id", "name", "budget_mc", "reset", "allow", "prices", "expires_at"]);
+  onlyFields(b, ["org_id", "name", "budget_mc", "reset", "allow", "prices", "expires_at", "approve_above_mc"]);
   const orgId = required(b, "org_id", shortText(64));
   const budgetMc = required(b, "budget_mc", money);
   const reset = required(b, "reset", (v) => (RESETS.includes(v as Reset) ? (v as Reset) : undefined));
@@ -116,7 +119,8 @@ async function createKey(desk: Desk, b: Body): Promise<Response> {
   const name = optional(b, "name", shortText(200)) ?? "";
   const prices = optional(b, "prices", priceMap) ?? {};
   const expiresAt = optional(b, "expires_at", timestamp) ?? null;
-  const { keyId, secret } = await desk.createKey({ orgId, name, budgetMc, reset, allow, prices, expiresAt });
+  const approveAboveMc = optional(b, "approve_above_mc", threshold) ?? null;
+  const { keyId, secret } = await desk.createKey({ orgId, name, budgetMc, reset, allow, prices, expiresAt, approveAboveMc });
   return Response.json({ key_id: keyId, secret } satisfies KeySecretView, { status: 201, headers: { "cache-control": "no-store" } });
 }
 
@@ -127,13 +131,14 @@ async function listKeys(desk: Desk, query: URLSearchParams): Promise<Response> {
 
 async function patchKey(desk: Desk, id: string, b: Body): Promise<Response> {
   // reset is fixed at creation: moving a key between period kinds mid-period has no safe answer.
-  onlyFields(b, ["name", "budget_mc", "allow", "prices", "expires_at"]);
+  onlyFields(b, ["name", "budget_mc", "allow", "prices", "expires_at", "approve_above_mc"]);
   const patch = {
     name: optional(b, "name", shortText(200)),
     budgetMc: optional(b, "budget_mc", money),
     allow: optional(b, "allow", toolList),
     prices: optional(b, "prices", priceMap),
     expiresAt: optional(b, "expires_at", timestamp),
+    approveAboveMc: optional(b, "approve_above_mc", threshold),
   };
   return Response.json(keyView(desk, await desk.patchKey(id, patch)));
 }

@@ -4,16 +4,16 @@
 // binary from its data directory.
 import type { Envelope, Jwks, ReceiptSigner } from "../receipt/index.ts";
 import { Catalog, type ToolEntry } from "./catalog.ts";
-import { allowedTools, clear, validKey } from "./clearing.ts";
+import { allowedTools, type ClearingCall, clear, validKey } from "./clearing.ts";
 import type { DeskContext } from "./context.ts";
 import * as keys from "./keys.ts";
 import { DEFAULT_UPSTREAM_TIMEOUT_MS } from "./limits.ts";
 import type { ClearingOutcome } from "./outcomes.ts";
 import type { AuthConfig } from "../upstream/auth-config.ts";
-import type { Clock, CredentialOpener, DeskLedger, Log, ReceiptMaker, SigningKeyStore, UpstreamConnectors } from "./ports.ts";
+import type { ApproverConnection, Clock, CredentialOpener, DeskLedger, Log, ReceiptMaker, SigningKeyStore, UpstreamConnectors } from "./ports.ts";
 import * as receipts from "./receipts.ts";
 import type { AuditEntry, AuditFilter, DeskKey, KeyPatch, Org, ReceiptRecord, SandboxSettings, ToolRecord } from "./records.ts";
-import { sweepAbandoned, sweepStale } from "./recovery.ts";
+import { sweepAbandoned, sweepApprovals, sweepStale } from "./recovery.ts";
 import { type Registered, UpstreamRegistry, type UpstreamSpec, type UpstreamState } from "./registry.ts";
 import * as sandbox from "./sandbox.ts";
 import type { SealingKey } from "./seal.ts";
@@ -36,6 +36,8 @@ export type DeskOptions = {
   storeSigningKey?: SigningKeyStore;
   /** Link-local or unspecified upstream hosts the operator allows (--allow-upstream-host), as URL hostnames. */
   allowUpstreamHosts?: readonly string[];
+  /** The approver and its pinned decision keys (--approver): without it, a call above its key's threshold is 503. */
+  approver?: ApproverConnection;
 };
 
 export class Desk {
@@ -64,7 +66,17 @@ export class Desk {
       log,
     });
     const signing = new Signing(options.signer, options.ledger.records, options.storeSigningKey ?? (() => {}), now);
-    const desk = new Desk({ ledger: options.ledger, now, log, upstreamTimeoutMs, catalog, registry, signing, unsettled: new UnsettledCalls() });
+    const desk = new Desk({
+      ledger: options.ledger,
+      now,
+      log,
+      upstreamTimeoutMs,
+      catalog,
+      registry,
+      signing,
+      unsettled: new UnsettledCalls(),
+      approver: options.approver ?? null,
+    });
     await signing.publish();
     await registry.openStored();
     await catalog.reload();
@@ -81,9 +93,9 @@ export class Desk {
 
   // --- agents ---------------------------------------------------------------------------------
 
-  /** The clearing path (clearing.ts). */
-  clear(keySecret: string | null, toolName: string, args: unknown, agentGone?: AbortSignal): Promise<ClearingOutcome> {
-    return clear(this.#d, keySecret, toolName, args, agentGone);
+  /** The clearing path (clearing.ts); `call` carries the approval a repeat names and the agent's disconnect. */
+  clear(keySecret: string | null, toolName: string, args: unknown, call: ClearingCall = {}): Promise<ClearingOutcome> {
+    return clear(this.#d, keySecret, toolName, args, call);
   }
 
   /** The key a secret opens now, or null (unknown, revoked, expired, malformed). */
@@ -240,6 +252,11 @@ export class Desk {
 
   sweepStale(): Promise<number> {
     return sweepStale(this.#d);
+  }
+
+  /** Settles the reservations whose approval can no longer be used (recovery.ts). */
+  sweepApprovals(): Promise<number> {
+    return sweepApprovals(this.#d);
   }
 
   /**

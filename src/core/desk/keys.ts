@@ -28,6 +28,8 @@ export type NewKeyInput = {
   allow: readonly string[];
   prices: Readonly<Record<string, number>>;
   expiresAt: number | null;
+  /** A call priced above this waits for a person (approval.ts); null: never. */
+  approveAboveMc?: number | null;
 };
 
 /** ORG_UNKNOWN, else the new key's id and its secret (shown this once). */

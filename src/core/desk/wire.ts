@@ -23,6 +23,8 @@ export type KeyView = {
   expires_at: string | null;
   revoked_at: string | null;
   created_at: string;
+  /** A call priced above this waits for a person on the approver; null: never. */
+  approve_above_mc: number | null;
 };
 
 /** A key's secret, shown at creation and at rotation only. */

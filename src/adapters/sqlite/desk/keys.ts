@@ -36,8 +36,8 @@ export class SqliteKeys implements KeyStore {
   createNow(k: NewKey): void {
     this.sql.db
       .query(
-        `INSERT INTO keys (id, org_id, name, lookup, secret_sha256, budget_mc, spent_mc, reset, period, allow, prices, expires_at, created_at)
-         VALUES (?, ?, ?, ?, ?, ?, 0, ?, ?, ?, ?, ?, ?)`,
+        `INSERT INTO keys (id, org_id, name, lookup, secret_sha256, budget_mc, spent_mc, reset, period, allow, prices, expires_at, created_at, approve_above_mc)
+         VALUES (?, ?, ?, ?, ?, ?, 0, ?, ?, ?, ?, ?, ?, ?)`,
       )
       .run(
         k.id,
@@ -52,6 +52,7 @@ export class SqliteKeys implements KeyStore {
         JSON.stringify(k.prices),
         k.expiresAt,
         k.now,
+        k.approveAboveMc ?? null,
       );
   }
 
@@ -96,6 +97,7 @@ export class SqliteKeys implements KeyStore {
         this.sql.db
           .query(
             `UPDATE keys SET name = :name, budget_mc = :budget, allow = :allow, prices = :prices, expires_at = :expires,
+               approve_above_mc = :approveAbove,
                spent_mc = CASE WHEN :period >= period THEN ${SPENT_IN_PERIOD} ELSE spent_mc END,
                period = CASE WHEN :period >= period THEN :period ELSE period END
              WHERE id = :id`,
@@ -106,6 +108,7 @@ export class SqliteKeys implements KeyStore {
             allow: patch.allow === undefined ? key.allow : JSON.stringify(patch.allow),
             prices: patch.prices === undefined ? key.prices : JSON.stringify(patch.prices),
             expires: patch.expiresAt === undefined ? key.expires_at : patch.expiresAt,
+            approveAbove: patch.approveAboveMc === undefined ? key.approve_above_mc : patch.approveAboveMc,
             period: periodOf(key.reset, now),
             id,
           });

@@ -197,6 +197,23 @@ CREATE TABLE upstream_credentials (
 ) STRICT, WITHOUT ROWID;
 `;
 
+// Calls that wait for a person (core/desk/approval.ts). A key's threshold; on a reservation, the
+// spend ask sent for it (its approval id, the hash of the ask as sent, when the approver lets it
+// expire), its stage (awaiting a decision, or claimed by the one repeat that used the approval,
+// whose call started at claimed_at) and the signed decision it binds once claimed. An approval id
+// names one reservation: the unique index is the "minted here, for this reservation" rule.
+const V7 = `
+ALTER TABLE keys ADD COLUMN approve_above_mc INTEGER CHECK (approve_above_mc IS NULL OR approve_above_mc >= 0);
+ALTER TABLE reservations ADD COLUMN approval_id TEXT;
+ALTER TABLE reservations ADD COLUMN ask_sha256 TEXT;
+ALTER TABLE reservations ADD COLUMN approval_expires_at INTEGER;
+ALTER TABLE reservations ADD COLUMN approval_stage TEXT CHECK (approval_stage IS NULL OR approval_stage IN ('awaiting', 'claimed'));
+ALTER TABLE reservations ADD COLUMN approval TEXT;
+ALTER TABLE reservations ADD COLUMN claimed_at INTEGER;
+CREATE UNIQUE INDEX reservations_approval ON reservations(approval_id) WHERE approval_id IS NOT NULL;
+CREATE INDEX reservations_awaiting ON reservations(approval_expires_at) WHERE state = 'open' AND approval_stage = 'awaiting';
+`;
+
 export const DESK_MIGRATIONS: readonly Migration[] = [
   { name: "desk ledger", sql: V1 },
   { name: "desk sandbox", sql: V2 },
@@ -204,4 +221,5 @@ export const DESK_MIGRATIONS: readonly Migration[] = [
   { name: "desk held results", sql: V4 },
   { name: "desk tool listing fields", sql: V5 },
   { name: "desk rest upstreams and credentials", sql: V6 },
+  { name: "desk approvals", sql: V7 },
 ];

@@ -61,6 +61,7 @@ export type KeyRow = {
   created_at: number;
   fail_hour: string;
   fail_count: number;
+  approve_above_mc: number | null;
 };
 
 export type ReceiptRow = {
@@ -104,6 +105,13 @@ export type ReservationRow = {
   state: "open" | "settled";
   outcome: SettleOutcome | null;
   receipt_id: string | null;
+  approval_id: string | null;
+  ask_sha256: string | null;
+  approval_expires_at: number | null;
+  approval_stage: "awaiting" | "claimed" | null;
+  /** JSON of the signed decision envelope a claimed approval binds. */
+  approval: string | null;
+  claimed_at: number | null;
 };
 
 export type SigningKeyRow = { kid: string; public_jwk: string; created_at: number; retired_at: number | null };
@@ -150,6 +158,7 @@ export function keyOf(r: KeyRow): DeskKey {
     createdAt: r.created_at,
     failHour: r.fail_hour,
     failCount: r.fail_count,
+    approveAboveMc: r.approve_above_mc,
   };
 }
 
