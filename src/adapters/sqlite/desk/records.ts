@@ -22,23 +22,19 @@ export class SqliteRecords implements RecordStore {
   }
 
   async receipts(filter: { orgId: string | null; sinceMs: number | null }): Promise<ReceiptRecord[]> {
-    const rows = this.sql.db
-      .query(
-        `SELECT * FROM receipts WHERE (:org IS NULL OR org_id = :org) AND (:since IS NULL OR issued_at >= :since)
-         ORDER BY rowid`,
-      )
-      .all({ org: filter.orgId, since: filter.sinceMs }) as ReceiptRow[];
+    const where = conditions({ org_id: filter.orgId }, { issued_at: filter.sinceMs });
+    const rows = this.sql.db.query(`SELECT * FROM receipts ${where.sql} ORDER BY rowid`).all(where.params) as ReceiptRow[];
     return rows.map(receiptOf);
   }
 
   async audit(filter: AuditFilter): Promise<AuditEntry[]> {
+    const where = conditions({ org_id: filter.orgId, key_id: filter.keyId }, { at: filter.sinceMs });
     const rows = this.sql.db
       .query(
         `SELECT at, org_id, key_id, tool, outcome, http_status, price_mc, upstream_cost_mc, margin_mc, receipt_id FROM audit
-         WHERE (:org IS NULL OR org_id = :org) AND (:key IS NULL OR key_id = :key) AND (:since IS NULL OR at >= :since)
-         ORDER BY id LIMIT :limit`,
+         ${where.sql} ORDER BY id LIMIT $limit`,
       )
-      .all({ org: filter.orgId, key: filter.keyId, since: filter.sinceMs, limit: filter.limit }) as AuditRow[];
+      .all({ ...where.params, $limit: filter.limit }) as AuditRow[];
     return rows.map(auditOf);
   }
 
@@ -81,4 +77,24 @@ export class SqliteRecords implements RecordStore {
   async setMetaOnce(name: string, value: string): Promise<boolean> {
     return this.sql.db.query("INSERT INTO meta (name, value) VALUES (?, ?) ON CONFLICT (name) DO NOTHING").run(name, value).changes === 1;
   }
+}
+
+/**
+ * A WHERE clause naming only the filters given: `(:x IS NULL OR col = :x)` would keep SQLite
+ * from the org and key indexes and read the whole table for the smallest org.
+ */
+function conditions(equal: Record<string, string | null>, atLeast: Record<string, number | null>): { sql: string; params: Record<string, string | number> } {
+  const parts: string[] = [];
+  const params: Record<string, string | number> = {};
+  for (const [column, value] of Object.entries(equal)) {
+    if (value === null) continue;
+    parts.push(`${column} = $${column}`);
+    params[`$${column}`] = value;
+  }
+  for (const [column, value] of Object.entries(atLeast)) {
+    if (value === null) continue;
+    parts.push(`${column} >= $${column}`);
+    params[`$${column}`] = value;
+  }
+  return { sql: parts.length === 0 ? "" : `WHERE ${parts.join(" AND ")}`, params };
 }
