@@ -183,7 +183,23 @@ async function audit(desk: Desk, query: URLSearchParams): Promise<Response> {
   return Response.json(entries.map(auditView));
 }
 
+// The export streams a page per pull: the next page is read only once the client has taken the
+// last, so a ledger of any size is exported in bounded memory and never holds the event loop.
 async function exportReceipts(desk: Desk, query: URLSearchParams): Promise<Response> {
-  const receipts = await desk.exportReceipts({ orgId: query.get("org_id"), sinceMs: sinceParam(query) });
-  return new Response(receipts.map((r) => `${r.envelope}\n`).join(""), { headers: { "content-type": "application/x-ndjson" } });
+  const pages = desk.exportReceipts({ orgId: query.get("org_id"), sinceMs: sinceParam(query) })[Symbol.asyncIterator]();
+  const encoder = new TextEncoder();
+  const body = new ReadableStream<Uint8Array>(
+    {
+      async pull(controller) {
+        const page = await pages.next();
+        if (page.done) controller.close();
+        else controller.enqueue(encoder.encode(page.value.map((r) => `${r.envelope}\n`).join("")));
+      },
+      async cancel() {
+        await pages.return?.();
+      },
+    },
+    { highWaterMark: 0 },
+  );
+  return new Response(body, { headers: { "content-type": "application/x-ndjson" } });
 }

@@ -204,7 +204,7 @@ export class Desk {
     return receipts.audit(this.#d, filter);
   }
 
-  exportReceipts(filter: { orgId: string | null; sinceMs: number | null }): Promise<ReceiptRecord[]> {
+  exportReceipts(filter: { orgId: string | null; sinceMs: number | null }): AsyncIterable<ReceiptRecord[]> {
     return receipts.exportReceipts(this.#d, filter);
   }
 

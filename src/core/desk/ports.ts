@@ -222,8 +222,12 @@ export interface RecordStore {
   receipt(id: string): Promise<ReceiptRecord | null>;
   /** One key's receipts issued at or after `sinceMs`, in chain order, at most `limit`. */
   keyReceipts(keyId: string, sinceMs: number, limit: number): Promise<ReceiptRecord[]>;
-  /** Receipts in issue order (per key, in chain order), optionally of one org and since a time. */
-  receipts(filter: { orgId: string | null; sinceMs: number | null }): Promise<ReceiptRecord[]>;
+  /**
+   * Receipts in issue order (per key, in chain order), optionally of one org and since a time, a
+   * page at a time (at most `pageSize` each): the export streams them without holding them all.
+   * Ends with the receipts stored when it began.
+   */
+  receiptPages(filter: { orgId: string | null; sinceMs: number | null }, pageSize: number): AsyncIterable<ReceiptRecord[]>;
   audit(filter: AuditFilter): Promise<AuditEntry[]>;
   /** The held result of a receipt while it is held at `now`. */
   heldResult(receiptId: string, now: number): Promise<HeldResult | null>;

@@ -21,10 +21,21 @@ export class SqliteRecords implements RecordStore {
     return rows.map(receiptOf);
   }
 
-  async receipts(filter: { orgId: string | null; sinceMs: number | null }): Promise<ReceiptRecord[]> {
+  async *receiptPages(filter: { orgId: string | null; sinceMs: number | null }, pageSize: number): AsyncGenerator<ReceiptRecord[]> {
+    // Receipts are append-only and rowids grow: pages by rowid, up to the last one stored now,
+    // are exactly the receipts of one moment, read without a transaction held open.
+    const last = (this.sql.db.query("SELECT max(rowid) AS last FROM receipts").get() as { last: number | null }).last ?? 0;
     const where = conditions({ org_id: filter.orgId }, { issued_at: filter.sinceMs });
-    const rows = this.sql.db.query(`SELECT * FROM receipts ${where.sql} ORDER BY rowid`).all(where.params) as ReceiptRow[];
-    return rows.map(receiptOf);
+    const page = this.sql.db.query(
+      `SELECT rowid AS cursor, * FROM receipts ${where.sql === "" ? "WHERE" : `${where.sql} AND`} rowid > $after AND rowid <= $last
+       ORDER BY rowid LIMIT $limit`,
+    );
+    for (let after = 0; ; ) {
+      const rows = page.all({ ...where.params, $after: after, $last: last, $limit: pageSize }) as (ReceiptRow & { cursor: number })[];
+      if (rows.length === 0) return;
+      after = rows[rows.length - 1]!.cursor;
+      yield rows.map(receiptOf);
+    }
   }
 
   async audit(filter: AuditFilter): Promise<AuditEntry[]> {
