@@ -163,6 +163,21 @@ export const DESK_FLAGS = [
     repeatable: true,
     help: "RATE is CUR=N: what one minor unit of the ISO 4217 currency CUR buys, in millicents (EUR=1000: 1 cent buys 1,000 mc); repeatable, one per currency",
   },
+  {
+    name: "--approver",
+    value: "URL",
+    env: "ASK_ONLY_DESK_APPROVER_URL",
+    help: "the approver's desk listener (https only): calls above a key's approve_above_mc wait there for a person (with the four flags below)",
+  },
+  { name: "--approver-cert", value: "PATH", env: "ASK_ONLY_DESK_APPROVER_CERT", help: "the desk's client certificate (desk.pem from certs DIR --desk)" },
+  { name: "--approver-key", value: "PATH", env: "ASK_ONLY_DESK_APPROVER_KEY", help: "its key (desk.key)" },
+  { name: "--approver-ca", value: "PATH", env: "ASK_ONLY_DESK_APPROVER_CA", help: "the approver's CA (approver-ca.pem)" },
+  {
+    name: "--approver-keys",
+    value: "PATH",
+    env: "ASK_ONLY_DESK_APPROVER_KEYS",
+    help: "the approver's decision keys (approver --print-decision-keys): the desk acts only on decisions they sign",
+  },
 ] as const satisfies readonly Flag[];
 
 export const DESK_ENV = [

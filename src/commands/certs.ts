@@ -50,7 +50,7 @@ async function writeCertificates(options: CertsOptions): Promise<void> {
   const copies = options.desk
     ? [
         "copy to the approver:  desk-ca.pem (with --desk-listen HOST:PORT --desk-ca desk-ca.pem)",
-        "copy to the desk:      desk.pem desk.key and the link's approver-ca.pem",
+        "copy to the desk:      desk.pem desk.key and the link's approver-ca.pem (--approver-cert, --approver-key, --approver-ca)",
       ]
     : ["copy to the approver:  approver.pem approver.key client-ca.pem", "copy to serve-mcp:     client.pem client.key approver-ca.pem"];
   const lines = [

@@ -92,6 +92,18 @@ export const ERRORS = {
   SANDBOX_OFF: { http: 404, meaning: "the operator has not turned the sandbox on" },
   SANDBOX_LIMIT: { http: 429, meaning: "this network, or all networks together, had their sandbox keys for this UTC day" },
   ADDRESS_UNKNOWN: { http: 400, meaning: "the caller's address could not be read (behind --trust-proxy: no X-Forwarded-For)" },
+
+  // --- desk: calls that wait for a person (the approver link) ---
+  APPROVAL_PENDING: { http: 202, meaning: "the call waits for a person on the approver; repeat it with its approval id" },
+  APPROVAL_DENIED: { http: 403, meaning: "the person denied the call; refunded" },
+  APPROVAL_EXPIRED: { http: 403, meaning: "nobody decided in time, or the approved call was not repeated in time; refunded" },
+  APPROVAL_MISMATCH: { http: 409, meaning: "the repeated call's tool or arguments are not the ones the approval covers" },
+  APPROVAL_USED: { http: 409, meaning: "this approval has been used: an approval lets one call through" },
+  APPROVAL_UNKNOWN: { http: 404, meaning: "no approval with this id for this key" },
+  APPROVER_UNAVAILABLE: {
+    http: 503,
+    meaning: "the approver could not be reached, is full or is not configured: a new call reserves nothing, a repeated one keeps its reservation",
+  },
 } as const satisfies Record<string, ErrorSpec>;
 
 export type ErrorCode = keyof typeof ERRORS;

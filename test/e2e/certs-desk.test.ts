@@ -22,7 +22,7 @@ describe("ask-only certs --desk", () => {
     expect(r.stderr).toBe("");
     expect(r.code).toBe(0);
     expect(r.stdout).toContain("copy to the approver:  desk-ca.pem (with --desk-listen HOST:PORT --desk-ca desk-ca.pem)");
-    expect(r.stdout).toContain("copy to the desk:      desk.pem desk.key and the link's approver-ca.pem");
+    expect(r.stdout).toContain("copy to the desk:      desk.pem desk.key and the link's approver-ca.pem (--approver-cert, --approver-key, --approver-ca)");
     expect(r.stdout).toContain("the CA private key was not kept");
     expect(readdirSync(dir).sort()).toEqual([...LINK, ...DESK].sort());
     expect(statSync(join(dir, "desk.key")).mode & 0o777).toBe(0o600);

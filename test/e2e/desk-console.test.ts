@@ -225,9 +225,12 @@ describe("operator console (chromium, compiled desk)", () => {
     const form = page.locator("section:has(h2:text('Edit key'))");
     await form.locator('input[name="budget_mc"]').fill("7500");
     await form.locator('input[name="price:fx__echo"]').fill("2500");
+    // Calls above 9,000 mc would wait for a person; this key's calls cost 2,500 and clear at once.
+    await form.locator('input[name="approve_above_mc"]').fill("9000");
     await form.getByRole("button", { name: "Save changes" }).click();
     await statusMatching(/Saved key/);
     expect(await page.locator(`tr[data-key="${keyId}"]`).textContent()).toContain("7,500 mc");
+    expect(await page.locator(`tr[data-key="${keyId}"]`).textContent()).toContain("a person approves above 9,000 mc");
     await page.locator(".secret-panel").waitFor({ state: "detached", timeout: STEP_MS });
   });
 

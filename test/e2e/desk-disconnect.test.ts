@@ -98,3 +98,34 @@ test("a delivered answer is not held; the listing is the key's own, in chain ord
   expect(listing.held_results).not.toContain(id);
   expect(((await (await get("/v1/receipts", other)).json()) as Listing).receipts).toEqual([]);
 });
+
+test("over /mcp too: an MCP agent that disconnects mid-call fetches the result it paid for", async () => {
+  const started = new Date().toISOString();
+  const gone = new AbortController();
+  const call = fetch(`${desk.url}/mcp`, {
+    method: "POST",
+    headers: {
+      authorization: `Bearer ${agent}`,
+      "content-type": "application/json",
+      accept: "application/json, text/event-stream",
+      "mcp-protocol-version": "2025-11-25",
+    },
+    body: JSON.stringify({ jsonrpc: "2.0", id: 1, method: "tools/call", params: { name: "fx__hang", arguments: {} } }),
+    signal: gone.signal,
+  });
+  await fx.whenHanging(1);
+  gone.abort();
+  await expect(call).rejects.toThrow();
+  for (let i = 0; i < 2; i++) await (await fetch(`${desk.url}/.well-known/receipt-signing-key.json`)).arrayBuffer();
+  fx.release();
+  let listing: Listing = { receipts: [], held_results: [] };
+  for (let tries = 0; tries < 5000 && listing.held_results.length === 0; tries++) {
+    listing = (await (await get(`/v1/receipts?since=${started}`, agent)).json()) as Listing;
+  }
+  const charged = listing.receipts.filter((e) => e.receipt.outcome === "charged" && e.receipt.tool === "fx__hang");
+  expect(charged).toHaveLength(1);
+  expect(listing.held_results).toEqual([charged[0]!.receipt.id]);
+  const r = await get(`/v1/receipts/${charged[0]!.receipt.id}/result`, agent);
+  expect(r.status).toBe(200);
+  expect(((await r.json()) as { result: { content: { text: string }[] } }).result.content[0]!.text).toBe("released");
+});

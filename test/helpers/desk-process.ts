@@ -96,9 +96,18 @@ export async function startDeskProcess(data: string, extraArgs: string[] = [], o
  * Starts a desk on `data` that is expected to refuse, and returns how it ended; one that starts
  * listening instead is killed at once and reported as "listening" (a check fails, never hangs).
  */
-export async function tryStartDesk(data: string): Promise<{ code: number | "listening"; stdout: string; stderr: string }> {
-  const proc = Bun.spawn([BINARY, "desk", "--listen", "127.0.0.1:0", "--data", data], {
-    env: testEnv({ ASK_ONLY_DESK_ADMIN_TOKEN: DESK_TOKEN }),
+export function tryStartDesk(data: string): Promise<{ code: number | "listening"; stdout: string; stderr: string }> {
+  return tryStartDeskWith(data, []);
+}
+
+/** tryStartDesk with more flags and variables. */
+export async function tryStartDeskWith(
+  data: string,
+  extraArgs: string[],
+  extraEnv: Record<string, string> = {},
+): Promise<{ code: number | "listening"; stdout: string; stderr: string }> {
+  const proc = Bun.spawn([BINARY, "desk", "--listen", "127.0.0.1:0", "--data", data, ...extraArgs], {
+    env: testEnv({ ASK_ONLY_DESK_ADMIN_TOKEN: DESK_TOKEN, ...extraEnv }),
     stdout: "pipe",
     stderr: "pipe",
   });

@@ -31,6 +31,7 @@ type Finance = {
   reserve(keyId: string, priceMc: number, now?: number): Promise<ReserveResult>;
   settle(reservationId: number, outcome: "charged" | "refunded_upstream_error", now?: number): ReturnType<DeskLedger["money"]["settle"]>;
   setBudget(orgId: string, budgetMc: number | null, reset: Reset | null, now?: number): ReturnType<DeskLedger["finance"]["setBudget"]>;
+  release(reservationId: number, keyId: string): ReturnType<DeskLedger["money"]["release"]>;
 };
 
 async function finance(ledger: DeskLedger): Promise<Finance> {
@@ -76,6 +77,9 @@ async function finance(ledger: DeskLedger): Promise<Finance> {
     },
     setBudget(orgId, budgetMc, reset, now = NOON) {
       return ledger.finance.setBudget({ orgId, budgetMc, reset, now }, recordMaker);
+    },
+    async release(reservationId, keyId) {
+      return ledger.money.release(reservationId, await ctx(keyId, 0, NOON), "refused_approver_unavailable");
     },
   };
 }
@@ -180,6 +184,17 @@ export function financeLedgerContract(adapter: string, open: () => Promise<Ledge
       expect(await f.reserve(key, 1001, after)).toMatchObject({ kind: "no_room", short: "org" });
       await f.settle(fresh, "charged", after);
       expect(await f.ledger.check.money()).toEqual([]);
+    });
+
+    withFinance("a reservation released before its call gives its price back to the key and to the org", async (f) => {
+      const orgId = await f.org();
+      const key = await f.key(orgId, { budgetMc: 10_000 });
+      expect((await f.setBudget(orgId, 3_000, "monthly")).kind).toBe("set");
+      const id = reservedId(await f.reserve(key, 2_500));
+      expect(await f.release(id, key)).toEqual({ released: true, remainingMc: 3_000 });
+      expect((await f.ledger.finance.budget(orgId))!.spentMc).toBe(0);
+      expect((await f.ledger.keys.get(key))!.spentMc).toBe(0);
+      expect((await f.reserve(key, 3_000)).kind).toBe("reserved");
     });
 
     withFinance("a clock stepping back behind the org's period refuses, and reopens nothing", async (f) => {

@@ -6,7 +6,7 @@ import { checkLedger } from "../../src/core/desk/check.ts";
 import { hourOf, periodOf, type Reset } from "../../src/core/desk/period.ts";
 import { type CallContext, type DeskLedger, LedgerConflict, type ReserveResult, type StoredReceipt } from "../../src/core/desk/ports.ts";
 import { receiptMakerFor } from "../../src/core/desk/receipt-maker.ts";
-import type { NewKey } from "../../src/core/desk/records.ts";
+import type { NewKey, ReceiptRecord } from "../../src/core/desk/records.ts";
 import { newKeySecret } from "../../src/core/desk/secrets.ts";
 import { generateSigningKey, loadSigner, openEnvelope, ReceiptKeys } from "../../src/core/receipt/index.ts";
 
@@ -349,19 +349,38 @@ export function ledgerContract(adapter: string, open: () => Promise<LedgerUnderT
   });
 
   describe(`ledger contract (${adapter}): records`, () => {
+    withLedger("the export comes in pages, in issue order, and ends with what was stored when it began", async (f) => {
+      const a = await f.addKey({ orgId: "org_a" });
+      const b = await f.addKey({ orgId: "org_b" });
+      for (let i = 0; i < 5; i++) await f.settle(await f.reserved(i % 2 === 0 ? a.id : b.id, 1, T0 + i), "charged", T0 + i);
+      const pages: number[][] = [];
+      for await (const page of f.ledger.records.receiptPages({ orgId: null, sinceMs: null }, 2)) {
+        pages.push(page.map((r) => r.issuedAt));
+        // stored while the export runs: after its start, so not in it
+        if (pages.length === 1) await f.settle(await f.reserved(a.id, 1, T0 + 99), "charged", T0 + 99);
+      }
+      expect(pages).toEqual([[T0, T0 + 1], [T0 + 2, T0 + 3], [T0 + 4]]);
+      const orgPages: number[][] = [];
+      for await (const page of f.ledger.records.receiptPages({ orgId: "org_a", sinceMs: null }, 2)) orgPages.push(page.map((r) => r.issuedAt));
+      expect(orgPages).toEqual([
+        [T0, T0 + 2],
+        [T0 + 4, T0 + 99],
+      ]);
+    });
+
     withLedger("receipts in issue order, by org and time; the audit log filtered and limited", async (f) => {
       const a = await f.addKey({ orgId: "org_a" });
       const b = await f.addKey({ orgId: "org_b" });
       await f.settle(await f.reserved(a.id, 1, T0), "charged", T0);
       await f.settle(await f.reserved(b.id, 1, T0 + 10), "charged", T0 + 10);
       await f.settle(await f.reserved(a.id, 1, T0 + 20), "refunded_upstream_error", T0 + 20);
-      const all = await f.ledger.records.receipts({ orgId: null, sinceMs: null });
+      const all = await receiptsOf(f.ledger, { orgId: null, sinceMs: null });
       expect(all.map((r) => [r.keyId, r.outcome, r.issuedAt])).toEqual([
         [a.id, "charged", T0],
         [b.id, "charged", T0 + 10],
         [a.id, "refunded_upstream_error", T0 + 20],
       ]);
-      expect((await f.ledger.records.receipts({ orgId: "org_a", sinceMs: T0 + 1 })).map((r) => r.issuedAt)).toEqual([T0 + 20]);
+      expect((await receiptsOf(f.ledger, { orgId: "org_a", sinceMs: T0 + 1 })).map((r) => r.issuedAt)).toEqual([T0 + 20]);
       expect(await f.ledger.records.receipt(all[1]!.id)).toEqual(all[1]!);
       expect(await f.ledger.records.receipt("rcpt_nope")).toBeNull();
       expect((await f.ledger.records.audit({ orgId: "org_a", keyId: null, sinceMs: null, limit: 10 })).map((e) => e.outcome)).toEqual([
@@ -445,4 +464,11 @@ export function ledgerContract(adapter: string, open: () => Promise<LedgerUnderT
       expect([...byKey.keys()]).toEqual([id]);
     });
   });
+}
+
+/** Every receipt of an export, its pages joined. */
+export async function receiptsOf(ledger: DeskLedger, filter: { orgId: string | null; sinceMs: number | null }): Promise<ReceiptRecord[]> {
+  const all: ReceiptRecord[] = [];
+  for await (const page of ledger.records.receiptPages(filter, 1000)) all.push(...page);
+  return all;
 }

@@ -3,6 +3,7 @@
 import { expect } from "bun:test";
 import { join } from "node:path";
 import { Desk } from "../../src/core/desk/desk.ts";
+import type { ApproverConnection } from "../../src/core/desk/ports.ts";
 import { createHandler, type Handler } from "../../src/commands/desk/http.ts";
 import { importSealingKey } from "../../src/core/desk/seal.ts";
 import { sha256 } from "../../src/core/desk/secrets.ts";
@@ -49,6 +50,8 @@ export type MakeDeskOptions = {
   sealingKeyBytes?: Uint8Array;
   /** A directory of the caller's that holds the ledger and outlives the desk (default: a temp dir removed with it). */
   dir?: string;
+  /** The approver calls above a key's threshold wait on (default: none). */
+  approver?: ApproverConnection;
 };
 
 export async function makeDesk(options: MakeDeskOptions = {}): Promise<TestDesk> {
@@ -65,6 +68,7 @@ export async function makeDesk(options: MakeDeskOptions = {}): Promise<TestDesk>
     now: options.now,
     upstreamTimeoutMs: options.upstreamTimeoutMs ?? 5000,
     log: (line) => logs.push(line),
+    ...(options.approver ? { approver: options.approver } : {}),
   });
   const handler = createHandler(desk, { adminTokenSha256: sha256(ADMIN_TOKEN), onInternal: (err) => logs.push(`internal: ${String(err)}`) });
   const admin = (method: string, path: string, body?: unknown) =>
@@ -116,7 +120,7 @@ export async function makeDesk(options: MakeDeskOptions = {}): Promise<TestDesk>
 export async function makeDeskOnFixture(
   fxUrl: string,
   prices: { tools: readonly string[]; priceMc: number; upstreamCostMc: number },
-  options: { now?: () => number; upstreamTimeoutMs?: number } = {},
+  options: MakeDeskOptions = {},
 ): Promise<TestDesk> {
   const t = await makeDesk(options);
   expect((await t.admin("POST", "/admin/upstreams", { name: "fx", url: fxUrl })).status).toBe(201);

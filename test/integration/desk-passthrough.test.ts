@@ -101,6 +101,7 @@ describe("tools/list passes the upstream's own fields through", () => {
       input_schema: FORECAST_TOOL.inputSchema,
       output_schema: FORECAST_TOOL.outputSchema,
       annotations: FORECAST_TOOL.annotations,
+      approval_needed: false,
     });
     expect(byName.get("wx__mirror")).toMatchObject({ input_schema: MIRROR_TOOL.inputSchema, output_schema: null, annotations: null });
   });

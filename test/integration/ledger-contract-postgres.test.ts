@@ -1,5 +1,6 @@
 // The ledger contracts (test/helpers/ledger-contract.ts, its finance part in
-// test/helpers/finance-ledger-contract.ts, and the upstreams' in test/helpers/upstream-ledger-contract.ts) on the PostgreSQL adapter, each test on a fresh
+// test/helpers/finance-ledger-contract.ts, and the upstreams' and approvals' in
+// test/helpers/upstream-ledger-contract.ts and approval-ledger-contract.ts) on the PostgreSQL adapter, each test on a fresh
 // database of one embedded server, opened as a desk node holding its lease.
 import { parseDatabaseUrl } from "../../src/adapters/postgres/connection.ts";
 import { describe, expect, test } from "bun:test";
@@ -8,6 +9,7 @@ import { insertAlert } from "../../src/adapters/postgres/org-money.ts";
 import type { NewAlert } from "../../src/core/finance/alerts.ts";
 import { describeAlertOutboxContract } from "../helpers/alert-outbox-contract.ts";
 import { financeLedgerContract } from "../helpers/finance-ledger-contract.ts";
+import { describeApprovalLedgerContract } from "../helpers/approval-ledger-contract.ts";
 import { ledgerContract } from "../helpers/ledger-contract.ts";
 import { usePostgres } from "../helpers/postgres.ts";
 import { describeUpstreamLedgerContract } from "../helpers/upstream-ledger-contract.ts";
@@ -23,6 +25,7 @@ async function open() {
 ledgerContract("PostgreSQL", open);
 financeLedgerContract("PostgreSQL", open);
 describeUpstreamLedgerContract("PostgreSQL", open);
+describeApprovalLedgerContract("PostgreSQL", open);
 
 // The alert outbox on PostgreSQL: the delivery loop's contract, and leases on a shared ledger.
 let alertSerial = 0;

@@ -14,6 +14,7 @@ import { type CallContext, LedgerUnavailable } from "../../src/core/desk/ports.t
 import { importSealingKey } from "../../src/core/desk/seal.ts";
 import { newKeySecret } from "../../src/core/desk/secrets.ts";
 import { generateSigningKey, loadSigner } from "../../src/core/receipt/index.ts";
+import { receiptsOf } from "../helpers/ledger-contract.ts";
 import { usePostgres } from "../helpers/postgres.ts";
 
 const pg = usePostgres();
@@ -83,7 +84,7 @@ describe("nodes sharing one ledger", () => {
     try {
       const refunded = await Promise.all(live.map((n) => n.desk.sweepAbandoned(0)));
       expect(refunded.reduce((a, b) => a + b, 0)).toBe(30);
-      const receipts = await live[0]!.ledger.records.receipts({ orgId: null, sinceMs: null });
+      const receipts = await receiptsOf(live[0]!.ledger, { orgId: null, sinceMs: null });
       expect(receipts.map((r) => r.outcome)).toEqual(Array(30).fill("refunded_abandoned"));
       expect(receipts.map((r) => r.seq)).toEqual(Array.from({ length: 30 }, (_, i) => i + 1));
       expect((await live[1]!.ledger.keys.get("key_n"))!.spentMc).toBe(0);

@@ -14,7 +14,7 @@ import type { NodeSession } from "./node.ts";
 import { type KeyRow, keyOf, type OrgRow, orgOf, percentagesOf } from "./rows.ts";
 
 const KEY_COLUMNS =
-  "id, org_id, name, lookup, secret_sha256, budget_mc, spent_mc, reset, period, allow, prices, expires_at, revoked_at, created_at, fail_hour, fail_count, alert_thresholds";
+  "id, org_id, name, lookup, secret_sha256, budget_mc, spent_mc, reset, period, allow, prices, expires_at, revoked_at, created_at, fail_hour, fail_count, alert_thresholds, approve_above_mc";
 
 /** Inserts an org (also inside the sandbox's grant transaction). */
 export function insertOrg(sql: SQL, org: Org) {
@@ -24,10 +24,12 @@ export function insertOrg(sql: SQL, org: Org) {
 /** Inserts a key (also inside the sandbox's grant transaction). */
 export function insertKey(sql: SQL, k: NewKey) {
   return sql`
-    INSERT INTO keys (id, org_id, name, lookup, secret_sha256, budget_mc, spent_mc, reset, period, allow, prices, expires_at, created_at, alert_thresholds)
+    INSERT INTO keys (id, org_id, name, lookup, secret_sha256, budget_mc, spent_mc, reset, period, allow, prices, expires_at, created_at, alert_thresholds,
+                      approve_above_mc)
     VALUES (${k.id}, ${k.orgId}, ${k.name}, ${k.lookup}, ${Buffer.from(k.secretSha256)}, ${BigInt(k.budgetMc)}::bigint, 0, ${k.reset}, ${k.period},
             ${[...k.allow]}::text[], ${{ ...k.prices }}::jsonb, ${k.expiresAt === null ? null : BigInt(k.expiresAt)}::bigint, ${BigInt(k.now)}::bigint,
-            ${[...(k.alertThresholds ?? DEFAULT_THRESHOLDS)]}::integer[])`;
+            ${[...(k.alertThresholds ?? DEFAULT_THRESHOLDS)]}::integer[],
+            ${k.approveAboveMc === undefined || k.approveAboveMc === null ? null : BigInt(k.approveAboveMc)}::bigint)`;
 }
 
 /** A unique or primary key taken: EXISTS. Anything else stays what it was. */
@@ -96,6 +98,7 @@ export class PostgresKeys implements KeyStore {
         if (key === undefined) throw new LedgerConflict("MISSING");
         const period = periodOf(key.reset, now);
         const expires = patch.expiresAt === undefined ? key.expires_at : patch.expiresAt === null ? null : BigInt(patch.expiresAt);
+        const approveAbove = patch.approveAboveMc === undefined ? key.approve_above_mc : patch.approveAboveMc === null ? null : BigInt(patch.approveAboveMc);
         const [row] = (await tx`
           UPDATE keys SET name = ${patch.name ?? key.name},
                  budget_mc = ${patch.budgetMc === undefined ? key.budget_mc : BigInt(patch.budgetMc)}::bigint,
@@ -103,11 +106,12 @@ export class PostgresKeys implements KeyStore {
                  prices = ${patch.prices === undefined ? key.prices : { ...patch.prices }}::jsonb,
                  expires_at = ${expires}::bigint,
                  alert_thresholds = ${[...(patch.alertThresholds ?? percentagesOf(key.alert_thresholds))]}::integer[],
+                 approve_above_mc = ${approveAbove}::bigint,
                  spent_mc = CASE WHEN ${period} >= period THEN (CASE WHEN period = ${period} THEN spent_mc ELSE 0 END) ELSE spent_mc END,
                  period = CASE WHEN ${period} >= period THEN ${period} ELSE period END
            WHERE id = ${id}
           RETURNING id, org_id, name, lookup, secret_sha256, budget_mc, spent_mc, reset, period, allow, prices, expires_at, revoked_at,
-                    created_at, fail_hour, fail_count, alert_thresholds`) as KeyRow[];
+                    created_at, fail_hour, fail_count, alert_thresholds, approve_above_mc`) as KeyRow[];
         return keyOf(row!);
       });
     } catch (err) {

@@ -49,22 +49,28 @@ export async function releaseLease(sql: SQL, lease: NodeLease): Promise<void> {
      WHERE id = ${lease.id} AND epoch = ${BigInt(lease.epoch)}::bigint AND expires_at > clock_timestamp()`;
 }
 
-/** Open reservations of nodes whose lease has run out, oldest first (the sweep settles each). */
+/**
+ * Open reservations of nodes whose lease has run out, oldest first (the sweep settles each); a
+ * call waiting for a person is nobody's in flight (the approvals' sweep settles it).
+ */
 export async function abandonedByDeadNodes(sql: SQL, limit: number): Promise<number[]> {
   const rows = await sql`
     SELECT r.id FROM reservations r JOIN nodes n ON n.id = r.node_id
-     WHERE r.state = 'open' AND n.expires_at <= clock_timestamp()
+     WHERE r.state = 'open' AND n.expires_at <= clock_timestamp() AND r.approval_stage IS DISTINCT FROM 'awaiting'
      ORDER BY r.id LIMIT ${limit}::integer`;
   return rows.map((r: { id: bigint }) => toSafe(r.id));
 }
 
 /**
  * This node's own open reservations taken before `beforeMs` (at start-up, every one: they are
- * its previous run's; while running, those older than the upstream timeout).
+ * its previous run's; while running, those older than the upstream timeout); an approved call
+ * counts from its claim, and one waiting for a person is not among them.
  */
 export async function openReservationsOf(sql: SQL, nodeId: string, beforeMs: number, limit: number): Promise<number[]> {
   const rows = await sql`
-    SELECT id FROM reservations WHERE node_id = ${nodeId} AND state = 'open' AND created_at < ${BigInt(Math.min(beforeMs, Number.MAX_SAFE_INTEGER))}::bigint
+    SELECT id FROM reservations WHERE node_id = ${nodeId} AND state = 'open'
+       AND (approval_stage IS NULL AND created_at < ${BigInt(Math.min(beforeMs, Number.MAX_SAFE_INTEGER))}::bigint
+         OR approval_stage = 'claimed' AND claimed_at < ${BigInt(Math.min(beforeMs, Number.MAX_SAFE_INTEGER))}::bigint)
      ORDER BY id LIMIT ${limit}::integer`;
   return rows.map((r: { id: bigint }) => toSafe(r.id));
 }

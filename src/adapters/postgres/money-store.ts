@@ -15,10 +15,27 @@ import {
   type SettleResult,
   type StoredReceipt,
 } from "../../core/desk/ports.ts";
-import type { HeldResult } from "../../core/desk/records.ts";
+import type { ApprovalAsked, ApprovalHold, HeldResult } from "../../core/desk/records.ts";
+import type { ApprovalEnvelope } from "../../core/receipt/index.ts";
 import type { Db } from "./db.ts";
 import { abandonedByDeadNodes, openReservationsOf } from "./leases.ts";
-import { type CallInput, type NodeLease, ReservationMissing, recordPlainRefusal, refuseNotAllowed, reserve, settle } from "./money.ts";
+import {
+  awaitApproval,
+  type CallInput,
+  claimApproval,
+  type HoldRow,
+  holdRow,
+  holdsDue,
+  type NodeLease,
+  ReservationMissing,
+  recordPlainRefusal,
+  refuseNotAllowed,
+  release,
+  remainingOf,
+  reserve,
+  settle,
+  toSafe,
+} from "./money.ts";
 import type { NodeSession } from "./node.ts";
 import { receiptOf } from "./rows.ts";
 
@@ -73,7 +90,7 @@ export class PostgresMoney implements MoneyLedger {
 
   async settle(s: Settlement, make: ReceiptMaker): Promise<SettleResult> {
     try {
-      const r = await this.db.run((sql) => settle(sql, s.reservationId, s.outcome, statusOf(s.outcome), s.resultSha256, s.now, make));
+      const r = await this.db.run((sql) => settle(sql, s.reservationId, s.outcome, statusOf(s.outcome), s.resultSha256, s.now, make, s.approval ?? null));
       if (r.kind === "settled") return r;
       return { kind: "already_settled", receipt: r.receipt === null ? null : receiptOf(r.receipt), outcome: r.outcome, remainingMc: r.remainingMc };
     } catch (err) {
@@ -90,6 +107,58 @@ export class PostgresMoney implements MoneyLedger {
       const [own, dead] = await Promise.all([openReservationsOf(sql, id, beforeMs, SWEEP_BATCH), abandonedByDeadNodes(sql, SWEEP_BATCH)]);
       return [...new Set([...own, ...dead])].sort((a, b) => a - b);
     });
+  }
+
+  async release(reservationId: number, ctx: CallContext, outcome: PlainOutcome): Promise<{ released: boolean; remainingMc: number }> {
+    const r = await this.db.run((sql) => release(sql, reservationId, inputOf(ctx), outcome, statusOf(outcome)));
+    if (r !== null) return { released: true, remainingMc: r.remainingMc };
+    return { released: false, remainingMc: await this.db.run((sql) => remainingOf(sql, ctx.key.id, ctx.period, ctx.now)) };
+  }
+
+  awaitApproval(reservationId: number, asked: ApprovalAsked): Promise<boolean> {
+    return this.db.run((sql) => awaitApproval(sql, reservationId, asked));
+  }
+
+  async approval(approvalId: string): Promise<ApprovalHold | null> {
+    const row = await this.db.run((sql) => holdRow(sql, approvalId));
+    return row === undefined ? null : this.holdOf(row);
+  }
+
+  /** The claim moves the call onto this node: its lease answers for it from now on. */
+  claimApproval(reservationId: number, approval: ApprovalEnvelope, now: number): Promise<boolean> {
+    const lease = this.lease();
+    return this.db.run((sql) => claimApproval(sql, reservationId, approval, now, lease.id));
+  }
+
+  async approvalsDue(beforeMs: number): Promise<ApprovalHold[]> {
+    const rows = await this.db.run((sql) => holdsDue(sql, beforeMs, SWEEP_BATCH));
+    return Promise.all(rows.map((r) => this.holdOf(r)));
+  }
+
+  private async holdOf(r: HoldRow): Promise<ApprovalHold> {
+    const receipt =
+      r.receipt_id === null
+        ? undefined
+        : (
+            await this.db.run(
+              (sql) =>
+                sql`SELECT id, org_id, key_id, seq, issued_at, tool, outcome, period, amount_mc, kid, sha256, envelope FROM receipts WHERE id = ${r.receipt_id}`,
+            )
+          )[0];
+    return {
+      approvalId: r.approval_id,
+      askSha256: r.ask_sha256,
+      expiresAt: toSafe(r.approval_expires_at),
+      reservationId: toSafe(r.id),
+      keyId: r.key_id,
+      orgId: r.org_id,
+      tool: r.tool,
+      priceMc: toSafe(r.price_mc),
+      paramsSha256: r.params_sha256,
+      period: r.period,
+      stage: r.approval_stage,
+      settled: r.state === "settled" ? { outcome: r.outcome!, receipt: receipt === undefined ? null : receiptOf(receipt) } : null,
+    };
   }
 
   async holdResult(held: HeldResult & { now: number; perKey: number }): Promise<void> {

@@ -20,9 +20,11 @@
 import type { SQL } from "bun";
 import { periodOf, type Reset } from "../../core/desk/period.ts";
 import { newId } from "../../core/desk/secrets.ts";
-import type { PlainOutcome, ReceiptOutcome, SettleOutcome } from "../../core/desk/outcomes.ts";
+import { countsAsFailure, type PlainOutcome, type ReceiptOutcome, type SettleOutcome } from "../../core/desk/outcomes.ts";
 import type { ReceiptMaker, StoredReceipt } from "../../core/desk/ports.ts";
+import type { ApprovalAsked } from "../../core/desk/records.ts";
 import type { ScopeOutcome } from "../../core/finance/alerts.ts";
+import type { ApprovalEnvelope } from "../../core/receipt/index.ts";
 import { lesser, orgPeriodsAt, orgRoom, orgScopeAt, writeAlerts } from "./org-money.ts";
 import { percentagesOf, type ReceiptRow } from "./rows.ts";
 
@@ -184,6 +186,8 @@ type ReceiptInput = {
   resultSha256: string | null;
   now: number;
   receiptId: string;
+  /** The person's decision the receipt binds (version 2), or none. */
+  approval?: ApprovalEnvelope | null;
 };
 
 /**
@@ -208,6 +212,7 @@ async function appendReceipt(tx: SQL, head: ChainHead, r: ReceiptInput, make: Re
     paramsSha256: r.paramsSha256,
     resultSha256: r.resultSha256,
     issuedAt: r.now,
+    approval: r.approval ?? null,
   });
   const margin = r.outcome === "charged" ? r.priceMc - r.upstreamCostMc : 0;
   await tx`
@@ -352,7 +357,7 @@ export async function refuseNotAllowed(sql: SQL, c: CallInput, make: ReceiptMake
  * except for a 429, which reached nothing. One statement.
  */
 export async function recordPlainRefusal(sql: SQL, c: CallInput, outcome: PlainOutcome, httpStatus: number): Promise<void> {
-  const counts = outcome !== "refused_rate_limited";
+  const counts = countsAsFailure(outcome);
   await sql`
     WITH k AS (
       UPDATE keys SET fail_count = (CASE WHEN fail_hour = ${c.hour} THEN fail_count ELSE 0 END) + 1, fail_hour = ${c.hour}
@@ -387,6 +392,7 @@ export async function settle(
   resultSha256: string | null,
   now: number,
   make: ReceiptMaker,
+  approval: ApprovalEnvelope | null = null,
 ): Promise<SettleResult> {
   const charged = outcome === "charged";
   return sql.begin(async (tx): Promise<SettleResult> => {
@@ -402,7 +408,7 @@ export async function settle(
       WITH r AS (
         UPDATE reservations SET state = 'settled', outcome = ${outcome}, receipt_id = ${receiptId}
          WHERE id = ${big(reservationId)}::bigint AND state = 'open'
-        RETURNING key_id, org_id AS reserved_org_id, org_period, tool, period, hour, price_mc, upstream_cost_mc, params_sha256
+        RETURNING key_id, org_id AS reserved_org_id, org_period, tool, period, hour, price_mc, upstream_cost_mc, params_sha256, approval
       ), k AS (
         UPDATE keys SET
           spent_mc = CASE WHEN NOT ${charged}::boolean AND keys.period = r.period THEN keys.spent_mc - r.price_mc ELSE keys.spent_mc END,
@@ -424,12 +430,13 @@ export async function settle(
           FROM r WHERE org_spend.org_id = r.reserved_org_id AND org_spend.period = r.org_period
         RETURNING org_spend.charged_mc
       )
-      SELECT r.key_id, r.tool, r.period AS reserved_period, r.price_mc, r.upstream_cost_mc, r.params_sha256,
+      SELECT r.key_id, r.tool, r.period AS reserved_period, r.price_mc, r.upstream_cost_mc, r.params_sha256, r.approval,
              r.reserved_org_id, r.org_period,
              k.org_id, k.budget_mc, k.spent_mc, k.period, k.reset, k.receipt_seq, k.receipt_head_sha256, k.alert_thresholds,
              (SELECT charged_mc FROM s) AS key_charged_mc, (SELECT charged_mc FROM os) AS org_charged_mc
         FROM r, k`) as (SettledRow & {
       reserved_period: string;
+      approval: string | null;
       reserved_org_id: string;
       org_period: string | null;
       key_charged_mc: bigint | null;
@@ -464,6 +471,8 @@ export async function settle(
         resultSha256,
         now,
         receiptId,
+        // A claimed approval binds the decision it was claimed with; an unclaimed one, the decision given (a denial, an expiry).
+        approval: row.approval === null ? approval : (JSON.parse(row.approval) as ApprovalEnvelope),
       },
       make,
     );
@@ -523,4 +532,102 @@ async function chargeOutcomes(
 export async function remainingOf(sql: SQL, keyId: string, period: string, now: number): Promise<number> {
   const [row] = await sql`SELECT org_id, budget_mc - (CASE WHEN period = ${period} THEN spent_mc ELSE 0 END) AS remaining FROM keys WHERE id = ${keyId}`;
   return row === undefined ? 0 : lesser(toSafe(row.remaining), await orgRoom(sql, row.org_id, now));
+}
+
+/**
+ * Undoes an open reservation whose spend ask was never recorded (approval.ts): the row goes, the
+ * price back to its period, and the failure it counted goes too unless `outcome` counts as one;
+ * an audit row records `outcome`. Null when it is no longer open and unasked (nothing changed).
+ */
+export async function release(
+  sql: SQL,
+  reservationId: number,
+  c: CallInput,
+  outcome: PlainOutcome,
+  httpStatus: number,
+): Promise<{ remainingMc: number } | null> {
+  const undo = countsAsFailure(outcome) ? 0 : 1;
+  return sql.begin(async (tx) => {
+    // The price goes back to the org's row too: its lock comes first, as in the reservation.
+    await lockOrgOfKey(tx, c.keyId);
+    const [row] = await tx`
+      WITH r AS (
+        DELETE FROM reservations WHERE id = ${big(reservationId)}::bigint AND state = 'open' AND approval_stage IS NULL
+        RETURNING key_id, org_id, org_period, period, hour, price_mc
+      ), k AS (
+        UPDATE keys SET
+          spent_mc = CASE WHEN keys.period = r.period THEN keys.spent_mc - r.price_mc ELSE keys.spent_mc END,
+          fail_count = CASE WHEN keys.fail_hour = r.hour AND keys.fail_count >= ${undo}::integer THEN keys.fail_count - ${undo}::integer ELSE keys.fail_count END
+          FROM r WHERE keys.id = r.key_id
+        RETURNING keys.budget_mc, keys.spent_mc, keys.period
+      ), s AS (
+        UPDATE spend SET spent_mc = spend.spent_mc - r.price_mc FROM r WHERE spend.key_id = r.key_id AND spend.period = r.period
+      ), ob AS (
+        UPDATE org_budgets SET spent_mc = CASE WHEN org_budgets.period = r.org_period THEN org_budgets.spent_mc - r.price_mc ELSE org_budgets.spent_mc END
+          FROM r WHERE org_budgets.org_id = r.org_id AND r.org_period IS NOT NULL
+      ), os AS (
+        UPDATE org_spend SET spent_mc = org_spend.spent_mc - r.price_mc FROM r WHERE org_spend.org_id = r.org_id AND org_spend.period = r.org_period
+      )
+      SELECT r.org_id, k.budget_mc, k.spent_mc, k.period FROM r, k`;
+    if (row === undefined) return null;
+    await auditRow(tx, c, row.org_id, outcome, httpStatus);
+    return { remainingMc: await roomOf(tx, row as { org_id: string; budget_mc: bigint; spent_mc: bigint; period: string }, c.period, c.now) };
+  });
+}
+
+/** Records the spend ask sent for an open, unasked reservation; false when it is not one (nothing changed). */
+export async function awaitApproval(sql: SQL, reservationId: number, asked: ApprovalAsked): Promise<boolean> {
+  const rows = await sql`
+    UPDATE reservations SET approval_id = ${asked.approvalId}, ask_sha256 = ${asked.askSha256},
+           approval_expires_at = ${big(asked.expiresAt)}::bigint, approval_stage = 'awaiting'
+     WHERE id = ${big(reservationId)}::bigint AND state = 'open' AND approval_stage IS NULL
+    RETURNING id`;
+  return rows.length === 1;
+}
+
+/**
+ * The one use of an approval: an open reservation awaiting a decision becomes claimed, on the
+ * node that claimed it (its sweep and its lease now answer for the call), with the decision it
+ * will bind and `now` as the start of its call. True for exactly one caller, on any node.
+ */
+export async function claimApproval(sql: SQL, reservationId: number, approval: ApprovalEnvelope, now: number, nodeId: string): Promise<boolean> {
+  const rows = await sql`
+    UPDATE reservations SET approval_stage = 'claimed', approval = ${JSON.stringify(approval)}, claimed_at = ${big(now)}::bigint, node_id = ${nodeId}
+     WHERE id = ${big(reservationId)}::bigint AND state = 'open' AND approval_stage = 'awaiting'
+    RETURNING id`;
+  return rows.length === 1;
+}
+
+export type HoldRow = {
+  id: bigint;
+  key_id: string;
+  org_id: string;
+  tool: string;
+  period: string;
+  price_mc: bigint;
+  params_sha256: string;
+  state: "open" | "settled";
+  outcome: SettleOutcome | null;
+  receipt_id: string | null;
+  approval_id: string;
+  ask_sha256: string;
+  approval_expires_at: bigint;
+  approval_stage: "awaiting" | "claimed";
+};
+
+const HOLD_COLUMNS =
+  "id, key_id, org_id, tool, period, price_mc, params_sha256, state, outcome, receipt_id, approval_id, ask_sha256, approval_expires_at, approval_stage";
+
+/** The reservation an approval id names, or undefined. */
+export async function holdRow(sql: SQL, approvalId: string): Promise<HoldRow | undefined> {
+  const [row] = await sql.unsafe(`SELECT ${HOLD_COLUMNS} FROM reservations WHERE approval_id = $1`, [approvalId]);
+  return row as HoldRow | undefined;
+}
+
+/** Open reservations still awaiting a decision whose ask expired before `beforeMs`, on any node. */
+export async function holdsDue(sql: SQL, beforeMs: number, limit: number): Promise<HoldRow[]> {
+  return (await sql.unsafe(
+    `SELECT ${HOLD_COLUMNS} FROM reservations WHERE state = 'open' AND approval_stage = 'awaiting' AND approval_expires_at < $1 ORDER BY id LIMIT $2`,
+    [BigInt(Math.min(beforeMs, Number.MAX_SAFE_INTEGER)), limit],
+  )) as HoldRow[];
 }

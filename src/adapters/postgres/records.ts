@@ -45,7 +45,14 @@ export class PostgresRecords implements RecordStore {
     return rows.map(receiptOf);
   }
 
-  async receipts(filter: { orgId: string | null; sinceMs: number | null }): Promise<ReceiptRecord[]> {
+  async *receiptPages(filter: { orgId: string | null; sinceMs: number | null }, pageSize: number): AsyncGenerator<ReceiptRecord[]> {
+    // One statement, one snapshot: paging by n could miss a receipt whose transaction took a
+    // lower n and committed after a page was read. Its result is still read at once.
+    const all = await this.receipts(filter);
+    for (let i = 0; i < all.length; i += pageSize) yield all.slice(i, i + pageSize);
+  }
+
+  private async receipts(filter: { orgId: string | null; sinceMs: number | null }): Promise<ReceiptRecord[]> {
     const rows = (await this.db.run((sql) =>
       sql.unsafe(`SELECT ${RECEIPT_COLUMNS} FROM receipts WHERE ($1::text IS NULL OR org_id = $1) AND ($2::bigint IS NULL OR issued_at >= $2) ORDER BY n`, [
         filter.orgId,

@@ -38,6 +38,7 @@ export type KeyRow = {
   fail_hour: string;
   fail_count: number;
   alert_thresholds: ArrayLike<number>;
+  approve_above_mc: Int8 | null;
 };
 
 export function keyOf(r: KeyRow): DeskKey {
@@ -57,6 +58,7 @@ export function keyOf(r: KeyRow): DeskKey {
     failHour: r.fail_hour,
     failCount: r.fail_count,
     alertThresholds: percentagesOf(r.alert_thresholds),
+    approveAboveMc: orNull(r.approve_above_mc),
   };
 }
 

@@ -240,11 +240,28 @@ CREATE TABLE upstream_credentials (
 );
 `;
 
+// Calls that wait for a person (core/desk/approval.ts), as in SQLite's migration 7: a key's
+// threshold; on a reservation, the spend ask sent for it, its stage (awaiting a decision, or
+// claimed by the one repeat that used the approval, on the node that claimed it, whose call
+// started at claimed_at) and the signed decision it binds once claimed. An approval id names one
+// reservation.
+const V3 = `
+ALTER TABLE keys ADD COLUMN approve_above_mc bigint CHECK (approve_above_mc IS NULL OR approve_above_mc >= 0);
+ALTER TABLE reservations ADD COLUMN approval_id text COLLATE "C";
+ALTER TABLE reservations ADD COLUMN ask_sha256 text;
+ALTER TABLE reservations ADD COLUMN approval_expires_at bigint;
+ALTER TABLE reservations ADD COLUMN approval_stage text CHECK (approval_stage IS NULL OR approval_stage IN ('awaiting', 'claimed'));
+ALTER TABLE reservations ADD COLUMN approval text CHECK (approval IS NULL OR approval::json IS NOT NULL);
+ALTER TABLE reservations ADD COLUMN claimed_at bigint;
+CREATE UNIQUE INDEX reservations_approval ON reservations(approval_id) WHERE approval_id IS NOT NULL;
+CREATE INDEX reservations_awaiting ON reservations(approval_expires_at) WHERE state = 'open' AND approval_stage = 'awaiting';
+`;
+
 // Organization budgets (as SQLite's "desk org budgets"): the org's spend in its latest period
 // beside its budget, under a CHECK as a key's; the spend of every org period, so a refund goes
 // back to the period it was reserved from; the org period each reservation drew on; and each
 // org's signed budget records (append-only, one chain per org, a top-up's reference once).
-const V3 = `
+const V4 = `
 CREATE TABLE org_budgets (
   org_id text COLLATE "C" PRIMARY KEY REFERENCES orgs(id),
   budget_mc bigint CHECK (budget_mc IS NULL OR budget_mc >= 0),
@@ -287,7 +304,7 @@ CREATE TRIGGER org_records_no_truncate BEFORE TRUNCATE ON org_records FOR EACH S
 // period, threshold, budget) written in the charge's or refusal's own transaction. A lease names
 // the node that holds it, so a restarted node frees its own dead attempts and never another
 // live node's; n orders alerts written at one moment.
-const V4 = `
+const V5 = `
 ALTER TABLE spend ADD COLUMN charged_mc bigint NOT NULL DEFAULT 0 CHECK (charged_mc >= 0);
 UPDATE spend SET charged_mc = coalesce(
   (SELECT sum(r.amount_mc) FROM receipts r WHERE r.key_id = spend.key_id AND r.period = spend.period AND r.outcome = 'charged'), 0);
@@ -336,6 +353,7 @@ CREATE TRIGGER alerts_no_truncate BEFORE TRUNCATE ON alerts FOR EACH STATEMENT E
 export const POSTGRES_MIGRATIONS: readonly Migration[] = [
   { name: "desk ledger", sql: V1 },
   { name: "desk rest upstreams and credentials", sql: V2 },
-  { name: "desk org budgets", sql: V3 },
-  { name: "desk budget alerts", sql: V4 },
+  { name: "desk approvals", sql: V3 },
+  { name: "desk org budgets", sql: V4 },
+  { name: "desk budget alerts", sql: V5 },
 ];

@@ -58,6 +58,8 @@ export const orgView = (o: Org): OrgView => ({ org_id: o.id, name: o.name, creat
 
 const shortText = (max: number) => (v: unknown) => (typeof v === "string" && v.length >= 1 && v.length <= max && v.isWellFormed() ? v : undefined);
 const money = intIn(0, MAX_MC);
+/** A key's approval threshold: millicents, or null for "never waits for a person". */
+const threshold = (v: unknown) => (v === null ? null : money(v));
 const toolList = (v: unknown) =>
   Array.isArray(v) && v.length <= 1000 && v.every((t) => typeof t === "string" && t.length >= 1 && t.length <= 200) ? [...new Set(v as string[])] : undefined;
 const priceMap = (v: unknown) => {
@@ -109,11 +111,12 @@ function keyView(desk: Desk, k: DeskKey): KeyView {
     revoked_at: isoOrNull(k.revokedAt),
     created_at: iso(k.createdAt),
     alert_thresholds: k.alertThresholds,
+    approve_above_mc: k.approveAboveMc,
   };
 }
 
 async function createKey(desk: Desk, b: Body): Promise<Response> {
-  onlyFields(b, ["org_id", "name", "budget_mc", "reset", "allow", "prices", "expires_at", "alert_thresholds"]);
+  onlyFields(b, ["org_id", "name", "budget_mc", "reset", "allow", "prices", "expires_at", "alert_thresholds", "approve_above_mc"]);
   const orgId = required(b, "org_id", shortText(64));
   const budgetMc = required(b, "budget_mc", money);
   const reset = required(b, "reset", (v) => (RESETS.includes(v as Reset) ? (v as Reset) : undefined));
@@ -122,7 +125,8 @@ async function createKey(desk: Desk, b: Body): Promise<Response> {
   const prices = optional(b, "prices", priceMap) ?? {};
   const expiresAt = optional(b, "expires_at", timestamp) ?? null;
   const alertThresholds = optional(b, "alert_thresholds", thresholdList);
-  const { keyId, secret } = await desk.createKey({ orgId, name, budgetMc, reset, allow, prices, expiresAt, alertThresholds });
+  const approveAboveMc = optional(b, "approve_above_mc", threshold) ?? null;
+  const { keyId, secret } = await desk.createKey({ orgId, name, budgetMc, reset, allow, prices, expiresAt, alertThresholds, approveAboveMc });
   return Response.json({ key_id: keyId, secret } satisfies KeySecretView, { status: 201, headers: { "cache-control": "no-store" } });
 }
 
@@ -133,7 +137,7 @@ async function listKeys(desk: Desk, query: URLSearchParams): Promise<Response> {
 
 async function patchKey(desk: Desk, id: string, b: Body): Promise<Response> {
   // reset is fixed at creation: moving a key between period kinds mid-period has no safe answer.
-  onlyFields(b, ["name", "budget_mc", "allow", "prices", "expires_at", "alert_thresholds"]);
+  onlyFields(b, ["name", "budget_mc", "allow", "prices", "expires_at", "alert_thresholds", "approve_above_mc"]);
   const patch = {
     name: optional(b, "name", shortText(200)),
     budgetMc: optional(b, "budget_mc", money),
@@ -141,6 +145,7 @@ async function patchKey(desk: Desk, id: string, b: Body): Promise<Response> {
     prices: optional(b, "prices", priceMap),
     expiresAt: optional(b, "expires_at", timestamp),
     alertThresholds: optional(b, "alert_thresholds", thresholdList),
+    approveAboveMc: optional(b, "approve_above_mc", threshold),
   };
   return Response.json(keyView(desk, await desk.patchKey(id, patch)));
 }
@@ -185,7 +190,23 @@ async function audit(desk: Desk, query: URLSearchParams): Promise<Response> {
   return Response.json(entries.map(auditView));
 }
 
+// The export streams a page per pull: the next page is read only once the client has taken the
+// last, so a ledger of any size is exported in bounded memory and never holds the event loop.
 async function exportReceipts(desk: Desk, query: URLSearchParams): Promise<Response> {
-  const receipts = await desk.exportReceipts({ orgId: query.get("org_id"), sinceMs: sinceParam(query) });
-  return new Response(receipts.map((r) => `${r.envelope}\n`).join(""), { headers: { "content-type": "application/x-ndjson" } });
+  const pages = desk.exportReceipts({ orgId: query.get("org_id"), sinceMs: sinceParam(query) })[Symbol.asyncIterator]();
+  const encoder = new TextEncoder();
+  const body = new ReadableStream<Uint8Array>(
+    {
+      async pull(controller) {
+        const page = await pages.next();
+        if (page.done) controller.close();
+        else controller.enqueue(encoder.encode(page.value.map((r) => `${r.envelope}\n`).join("")));
+      },
+      async cancel() {
+        await pages.return?.();
+      },
+    },
+    { highWaterMark: 0 },
+  );
+  return new Response(body, { headers: { "content-type": "application/x-ndjson" } });
 }

@@ -2,6 +2,7 @@
 // tools a key may call, its budget, its receipts and a result it paid for and did not receive.
 // Each endpoint reads the caller's key itself; the routes are in http.ts.
 import type { Desk } from "../../core/desk/desk.ts";
+import { needsApproval } from "../../core/desk/approval.ts";
 import { type ClearingOutcome, unrecorded } from "../../core/desk/outcomes.ts";
 import { bearerOf } from "../../core/desk/secrets.ts";
 import { type ErrorCode, errorResponse, WireError } from "../../core/errors.ts";
@@ -18,7 +19,14 @@ export function clearingHeaders(o: ClearingOutcome): Record<string, string> {
     "x-clearing-remaining-mc": String(o.remainingMc ?? 0),
   };
   if (o.receipt) headers["x-clearing-receipt-id"] = o.receipt.receipt.id;
+  if (o.approval) headers["x-clearing-approval-id"] = o.approval.approvalId;
   return headers;
+}
+
+/** What a call that waits for a person adds to its answer: the id to repeat it with, and until when. */
+export function pendingFields(o: ClearingOutcome): { approval_id?: string; expires_at?: string } {
+  if (o.approval?.expiresAt === undefined) return {};
+  return { approval_id: o.approval.approvalId, expires_at: new Date(o.approval.expiresAt).toISOString() };
 }
 
 /** POST /v1/tools/{tool}. `onInternal` hears a fault of the desk (answered 500 INTERNAL, with the headers). */
@@ -32,7 +40,7 @@ export async function toolCall(desk: Desk, req: Request, tool: string, onInterna
   }
   let o: ClearingOutcome;
   try {
-    o = await desk.clear(bearer(req), tool, args, req.signal);
+    o = await desk.clear(bearer(req), tool, args, { agentGone: req.signal, approvalId: req.headers.get("x-clearing-approval") });
   } catch (err) {
     // A fault of the desk (the ledger unavailable, say): a reservation it left open is refunded
     // by the sweep; the agent still gets the clearing headers.
@@ -41,7 +49,10 @@ export async function toolCall(desk: Desk, req: Request, tool: string, onInterna
   }
   const headers = clearingHeaders(o);
   if (o.status === 200) return Response.json({ result: o.result, receipt: o.receipt }, { headers });
-  const body: { error: ErrorCode; problems?: unknown; receipt?: Envelope } = { error: o.error! };
+  const body: { error: ErrorCode; problems?: unknown; receipt?: Envelope; approval_id?: string; expires_at?: string } = {
+    error: o.error!,
+    ...pendingFields(o),
+  };
   if (o.problems) body.problems = o.problems;
   if (o.receipt) body.receipt = o.receipt;
   return Response.json(body, { status: o.status, headers });
@@ -63,6 +74,8 @@ export async function agentTools(desk: Desk, req: Request): Promise<Response> {
     // What the upstream declared of the answer and the tool's behaviour (null when it did not).
     output_schema: tool.listing.outputSchema ?? null,
     annotations: tool.listing.annotations ?? null,
+    // Calls of this tool wait for a person on the approver (SPEC 8.3).
+    approval_needed: needsApproval(key, priceMc),
   }));
   return Response.json({ tools });
 }

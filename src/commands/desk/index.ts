@@ -3,6 +3,8 @@
 // before anything listens.
 import { existsSync } from "node:fs";
 import { serveHardened } from "../../adapters/bun/serve.ts";
+import { ApproverLink } from "../../adapters/approver-link/client.ts";
+import { FileDecisionKeys } from "../../adapters/approver-link/decision-keys.ts";
 import { mcpConnector } from "../../adapters/mcp-upstream/connector.ts";
 import { type DatabaseTarget, describeTarget } from "../../adapters/postgres/connection.ts";
 import type { LeaseTiming } from "../../adapters/postgres/node.ts";
@@ -17,15 +19,15 @@ import { urlHost } from "../../core/http/listen.ts";
 import { generateSigningKey, loadSigner, ReceiptKeyError } from "../../core/receipt/index.ts";
 import { checkLedger } from "../../core/desk/check.ts";
 import { Desk } from "../../core/desk/desk.ts";
-import { ABANDON_MARGIN_MS } from "../../core/desk/limits.ts";
-import { type DeskLedger, LedgerUnavailable } from "../../core/desk/ports.ts";
+import { ABANDON_MARGIN_MS, APPROVER_TIMEOUT_MS } from "../../core/desk/limits.ts";
+import { type ApproverConnection, type DeskLedger, LedgerUnavailable } from "../../core/desk/ports.ts";
 import { SealedHeadersError } from "../../core/desk/registry.ts";
 import { SealedFieldError } from "../../core/upstream/credential-store.ts";
 import { consoleRoutes } from "./console.ts";
 import { dataDirPaths, lockDataDir, openDeskLedger, prepareDataDir, readSecret, replaceSecretFile } from "./data-dir.ts";
 import { AlertDelivery } from "../../adapters/webhooks/alert-delivery.ts";
 import { createHandler, type Handler } from "./http.ts";
-import { type DeskRun, deskSettings } from "./settings.ts";
+import { type ApproverSettings, type DeskRun, deskSettings } from "./settings.ts";
 import { checkSealingKey, nodeIdOf, openSharedLedger } from "./shared-ledger.ts";
 
 export type { DeskFlags } from "./settings.ts";
@@ -63,7 +65,7 @@ function repeat(ms: number, step: () => Promise<unknown>): { stop(): void } {
 /** Runs the desk until SIGINT or SIGTERM. */
 export async function runDesk(run: DeskRun): Promise<void> {
   const { streams, flags } = run;
-  const { listenText, listen, timeoutMs, allowedHosts, allowUpstreamHosts, configured, tls, stripe, alerts, database, lease } = deskSettings(run);
+  const { listenText, listen, timeoutMs, allowedHosts, allowUpstreamHosts, configured, tls, stripe, alerts, database, lease, approver } = deskSettings(run);
   const log = (line: string) => info(streams, line);
 
   // The port comes first: a desk that cannot listen has created no file and shown no token.
@@ -93,7 +95,7 @@ export async function runDesk(run: DeskRun): Promise<void> {
 
   let started: Awaited<ReturnType<typeof startDesk>>;
   try {
-    started = await startDesk(run, { configured, timeoutMs, allowUpstreamHosts, alerts, database, lease, log });
+    started = await startDesk(run, { configured, timeoutMs, allowUpstreamHosts, alerts, database, lease, approver, log });
   } catch (err) {
     startFailed(err);
     await server.stop(true);
@@ -145,6 +147,7 @@ async function startDesk(
     alerts: { url: URL; secret: Uint8Array } | null;
     database: DatabaseTarget | null;
     lease: LeaseTiming;
+    approver: ApproverSettings | null;
     log: (line: string) => void;
   },
 ): Promise<{
@@ -228,6 +231,7 @@ async function startDesk(
       storeSigningKey: (pem) => replaceSecretFile(paths.signingKey, pem),
       allowUpstreamHosts,
       alertsWritten: () => delivery?.poke(),
+      ...(o.approver === null ? {} : { approver: approverConnection(o.approver) }),
     });
   } catch (err) {
     await ledger.close();
@@ -243,6 +247,10 @@ async function startDesk(
     throw err;
   }
   if (created.length > 0) log(`created ${created.join(", ")} in ${paths.path}`);
+  if (o.approver !== null) {
+    const a = o.approver;
+    log(`approver: ${a.url.href} (trusting ${a.tls.caSubject}), acting on decisions signed by ${a.keys.kids.join(", ")} (${a.keysPath})`);
+  }
   streams.out(`receipt signing key: kid ${signer.kid}\n`);
 
   // Whatever was in flight when the last desk stopped can no longer be answered: refund it.
@@ -296,6 +304,14 @@ async function startAlertDelivery(desk: Desk, ledger: DeskLedger, alerts: { url:
   delivery.start();
   log(`alerts: delivered to ${alerts.url.origin}`);
   return delivery;
+}
+
+/** The link to the approver, over mutual TLS with the desk's own certificate. */
+function approverConnection(a: ApproverSettings): ApproverConnection {
+  return {
+    approver: new ApproverLink({ baseUrl: a.url, tls: { cert: a.tls.cert, key: a.tls.key, ca: a.tls.ca }, timeoutMs: APPROVER_TIMEOUT_MS }),
+    keys: new FileDecisionKeys(a.keysPath, a.keys),
+  };
 }
 
 /** `desk check`: exit 0 when the ledger (in --data, or in the database) is sound, else a failure listing what is wrong. */

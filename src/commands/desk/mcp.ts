@@ -13,12 +13,14 @@ import {
   ErrorCode as RpcErrorCode,
   SUPPORTED_PROTOCOL_VERSIONS,
 } from "@modelcontextprotocol/sdk/types.js";
+import { needsApproval } from "../../core/desk/approval.ts";
 import { type ClearingOutcome, unrecorded } from "../../core/desk/outcomes.ts";
 import { bearerOf } from "../../core/desk/secrets.ts";
 import { type ErrorCode, errorBody, errorResponse } from "../../core/errors.ts";
 import { headerAsksOtherVersion, newerRevisionProbe, unsupportedVersion } from "../../core/mcp-version.ts";
 import { formatPrice } from "../../core/money/millicents.ts";
 import { withReceipt } from "../../core/receipt/index.ts";
+import { pendingFields } from "./agent.ts";
 import type { Desk } from "../../core/desk/desk.ts";
 
 export const MCP_PATH = "/mcp";
@@ -68,7 +70,8 @@ export function mcpEndpoint(desk: Desk, options: McpOptions): McpEndpoint {
     await mcp.connect(transport);
     let reusable = true;
     try {
-      return await transport.handleRequest(req, { authInfo: { token: given, clientId: "", scopes: [] } });
+      // The agent's disconnect travels with the key: a call charged after it keeps its result (GET /v1/receipts/{id}/result).
+      return await transport.handleRequest(req, { authInfo: { token: given, clientId: "", scopes: [], extra: { agentGone: req.signal } } });
     } finally {
       // JSON mode: the response is whole by now, so closing cuts nothing in flight.
       await mcp.close().catch(() => {
@@ -84,6 +87,23 @@ function secretOf(extra: { authInfo?: { token: string } }): string | null {
   return extra.authInfo?.token ?? null;
 }
 
+/** The signal of the agent's connection, as the endpoint handed it to the transport. */
+function agentGoneOf(extra: { authInfo?: { extra?: Record<string, unknown> } }): AbortSignal | undefined {
+  const signal = extra.authInfo?.extra?.agentGone;
+  return signal instanceof AbortSignal ? signal : undefined;
+}
+
+/** The key under a tools/call's `_meta` that names the approval a repeated call uses (REST: x-clearing-approval). */
+export const APPROVAL_META_KEY = "io.ask-only/approval";
+
+/** The approval a tools/call names, or null; anything but a string is passed on as no id (refused APPROVAL_ID_INVALID). */
+function approvalOf(params: unknown): string | null {
+  const meta = (params as { _meta?: unknown } | undefined)?._meta;
+  if (typeof meta !== "object" || meta === null || !Object.hasOwn(meta, APPROVAL_META_KEY)) return null;
+  const id = (meta as Record<string, unknown>)[APPROVAL_META_KEY];
+  return typeof id === "string" ? id : "";
+}
+
 /** An SDK server for the endpoint; every handler reads the caller's key from the request. */
 function buildServer(desk: Desk, options: McpOptions): Server {
   const server = new Server(SERVER_INFO, { capabilities: { tools: {} } });
@@ -97,7 +117,7 @@ function buildServer(desk: Desk, options: McpOptions): Server {
       return {
         ...tool.listing,
         name: tool.name,
-        description: `${text === "" ? "" : `${text} `}${priceSentence(priceMc)}`,
+        description: `${text === "" ? "" : `${text} `}${priceSentence(priceMc)}${needsApproval(key, priceMc) ? ` ${APPROVAL_SENTENCE}` : ""}`,
         inputSchema: tool.inputSchema as { type: "object" },
       };
     });
@@ -120,7 +140,7 @@ function buildServer(desk: Desk, options: McpOptions): Server {
     const args = request.params.arguments ?? {};
     let outcome: ClearingOutcome;
     try {
-      outcome = await desk.clear(secret, request.params.name, args);
+      outcome = await desk.clear(secret, request.params.name, args, { agentGone: agentGoneOf(extra), approvalId: approvalOf(loose.params) });
     } catch (err) {
       options.onInternal?.(err);
       return refusal(unrecorded("INTERNAL"));
@@ -136,11 +156,15 @@ function buildServer(desk: Desk, options: McpOptions): Server {
 /** A refusal as a tool result: the agent's model sees the code and can act on it. */
 function refusal(o: ClearingOutcome) {
   const code: ErrorCode = o.error ?? "INTERNAL";
-  const structured: Record<string, unknown> = { ...errorBody(code) };
+  const structured: Record<string, unknown> = { ...errorBody(code), ...pendingFields(o) };
   if (o.problems) structured.problems = o.problems;
   const result = { isError: true, content: [{ type: "text" as const, text: JSON.stringify(structured) }], structuredContent: structured };
   return o.receipt ? withReceipt(result, o.receipt) : result;
 }
+
+/** What an agent's model reads on a tool whose calls wait for a person (SPEC 8.3, 8.12). */
+export const APPROVAL_SENTENCE =
+  'A person approves each call first: the first answer is the error APPROVAL_PENDING with an approval_id; once approved, repeat the same call with _meta["io.ask-only/approval"] set to that id.';
 
 /** "Price: 1,500 mc (1.5 cents) per call." */
 export function priceSentence(value: number): string {

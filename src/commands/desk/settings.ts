@@ -2,6 +2,7 @@
 // checked here: a bad value stops the desk with an error and a hint before anything listens or
 // any file is made.
 import { readFileSync } from "node:fs";
+import { readDecisionKeys } from "../../adapters/approver-link/decision-keys.ts";
 import { type DatabaseTarget, DatabaseUrlError, parseDatabaseUrl } from "../../adapters/postgres/connection.ts";
 import { DEFAULT_LEASE, type LeaseTiming } from "../../adapters/postgres/node.ts";
 import { DESK_ENV, DESK_FLAGS, envSettingOf, flagOf } from "../../cli/flags.ts";
@@ -14,6 +15,8 @@ import { parseTopupRates, TopupRateError } from "../../core/finance/topup-rates.
 import { PrivatePathError, readPrivateFile } from "../../core/private-files.ts";
 import { isLinkLocalOrUnspecified } from "../../core/desk/network.ts";
 import { type ListenAddress, parseListen } from "../../core/http/listen.ts";
+import type { ReceiptKeys } from "../../core/receipt/index.ts";
+import { type LoadedTls, loadTlsFiles, TlsLoadError } from "../../core/tls/load.ts";
 
 const ADMIN_TOKEN_ENV = envSettingOf(DESK_ENV, "ASK_ONLY_DESK_ADMIN_TOKEN").env;
 const ALLOW_UPSTREAM_HOST_ENV = flagOf(DESK_FLAGS, "--allow-upstream-host").env;
@@ -40,6 +43,11 @@ export type DeskFlags = {
   stripeWebhookSecretFile?: string;
   /** CUR=N entries (repeatable --topup-rate). */
   topupRate?: string[];
+  approver?: string;
+  approverCert?: string;
+  approverKey?: string;
+  approverCa?: string;
+  approverKeys?: string;
 };
 
 export type DeskRun = { flags: DeskFlags; env: Record<string, string | undefined>; streams: Streams };
@@ -186,6 +194,79 @@ function stripeSettings(flags: DeskFlags): StripeWebhookConfig | null {
   }
 }
 
+const APPROVER_FLAGS = ["--approver", "--approver-cert", "--approver-key", "--approver-ca", "--approver-keys"] as const;
+type ApproverFlag = (typeof APPROVER_FLAGS)[number];
+const APPROVER_FIELD: Record<ApproverFlag, keyof DeskFlags> = {
+  "--approver": "approver",
+  "--approver-cert": "approverCert",
+  "--approver-key": "approverKey",
+  "--approver-ca": "approverCa",
+  "--approver-keys": "approverKeys",
+};
+const APPROVER_EXAMPLE =
+  "e.g. --approver https://localhost:8444 --approver-cert certs/desk.pem --approver-key certs/desk.key --approver-ca certs/approver-ca.pem --approver-keys approver-keys.json";
+
+/** The link to the approver: its URL, the desk's own certificate set (checked) and the pinned decision keys. */
+export type ApproverSettings = { url: URL; tls: LoadedTls; keysPath: string; keys: ReceiptKeys };
+
+/**
+ * --approver and its four files (each flag, else its variable), all or none. Every file is read
+ * and checked here, so a wrong one stops the desk before it serves: the certificate set as
+ * serve-mcp checks its own, the decision keys as a JWKS of Ed25519 keys.
+ */
+function approverSettings(run: DeskRun): ApproverSettings | null {
+  const given = {} as Record<ApproverFlag, { value: string; label: string } | undefined>;
+  for (const flag of APPROVER_FLAGS) {
+    const env = flagOf(DESK_FLAGS, flag).env;
+    const fromFlag = run.flags[APPROVER_FIELD[flag]] as string | undefined;
+    const value = fromFlag ?? (run.env[env] === "" ? undefined : run.env[env]);
+    given[flag] = value === undefined ? undefined : { value, label: fromFlag !== undefined ? flag : env };
+  }
+  const missing = APPROVER_FLAGS.filter((f) => given[f] === undefined);
+  if (missing.length === APPROVER_FLAGS.length) return null;
+  if (missing.length > 0)
+    throw usageError(`${missing.join(", ")} missing: the approver's link takes all five of ${APPROVER_FLAGS.join(", ")}`, APPROVER_EXAMPLE);
+  const urlText = given["--approver"]!.value;
+  const url = URL.canParse(urlText) ? new URL(urlText) : null;
+  // https only: the link is mutual TLS or nothing.
+  if (url === null || url.protocol !== "https:" || url.username || url.password || url.search || url.hash) {
+    throw usageError(`${given["--approver"]!.label} ${urlText} is not an https URL without credentials, query or fragment`, APPROVER_EXAMPLE);
+  }
+  if (!url.pathname.endsWith("/")) url.pathname += "/";
+  let tls: LoadedTls;
+  try {
+    tls = loadTlsFiles(
+      { cert: given["--approver-cert"]!.value, key: given["--approver-key"]!.value, ca: given["--approver-ca"]!.value },
+      {
+        side: "desk",
+        labels: { cert: given["--approver-cert"]!.label, key: given["--approver-key"]!.label, ca: given["--approver-ca"]!.label },
+        now: new Date(),
+        cwd: process.cwd(),
+      },
+    );
+  } catch (err) {
+    if (err instanceof TlsLoadError) throw failure(err.message, err.hint);
+    throw err;
+  }
+  const keysPath = given["--approver-keys"]!.value;
+  let keys: ReceiptKeys;
+  try {
+    keys = readDecisionKeys(keysPath);
+  } catch (err) {
+    const why = (err as NodeJS.ErrnoException).code ?? (err instanceof SyntaxError ? "not JSON" : err instanceof Error ? err.message : "unreadable");
+    throw failure(
+      `${keysPath} (${given["--approver-keys"]!.label}) is not the approver's decision key set: ${why}`,
+      "make it with: ask-only approver --print-decision-keys > approver-keys.json",
+    );
+  }
+  if (keys.kids.length === 0)
+    throw failure(
+      `${keysPath} (${given["--approver-keys"]!.label}) holds no key`,
+      "make it with: ask-only approver --print-decision-keys > approver-keys.json",
+    );
+  return { url, tls, keysPath, keys };
+}
+
 /**
  * The PostgreSQL ledger's target from --database, else ASK_ONLY_DESK_DATABASE_URL; null for the
  * SQLite ledger in --data. A URL we refuse stops the desk with its reason (never the password);
@@ -232,6 +313,8 @@ export type DeskSettings = {
   stripe: StripeWebhookConfig | null;
   /** Budget alert delivery, when --alert-webhook is given. */
   alerts: { url: URL; secret: Uint8Array } | null;
+  /** The approver calls above a key's threshold wait on, or null (they are then refused 503). */
+  approver: ApproverSettings | null;
   database: DatabaseTarget | null;
   lease: LeaseTiming;
 };
@@ -249,6 +332,7 @@ export function deskSettings(run: DeskRun): DeskSettings {
     tls: loadTls(run.flags),
     stripe: stripeSettings(run.flags),
     alerts: alertSettings(run.flags),
+    approver: approverSettings(run),
     database: databaseTarget(run.flags, run.env),
     lease: parseNodeLease(run.flags.nodeLease),
   };

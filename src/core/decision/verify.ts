@@ -6,7 +6,7 @@ import { decodeBase64url } from "../receipt/base64url.ts";
 import { type Check, isRecord, readableCopyCheck } from "../receipt/checks.ts";
 import { sha256Hex } from "../receipt/hash.ts";
 import { printable } from "../receipt/printable.ts";
-import type { Receipt } from "../receipt/types.ts";
+import type { ApprovalEnvelope, Receipt } from "../receipt/types.ts";
 import type { ReceiptKeys } from "../receipt/verify.ts";
 import { bindingProblem, readDecisionBytes } from "./binding.ts";
 import { DECISION_FIELDS, type DecisionRecord } from "./record.ts";
@@ -34,6 +34,25 @@ function verifySigned(envelope: unknown, keys: ReceiptKeys, name: "signature" | 
   if ("problem" in read) return bad(read.problem);
   if (read.record.kid !== kid) return bad("the signed kid differs from the envelope kid");
   return { bytes, read };
+}
+
+/**
+ * A decision envelope as someone acting on it reads it (the desk): the signature under `keys`,
+ * the payload a canonical v1 record carrying the envelope's kid. Gives the record and the
+ * `{payload, signature, kid}` a receipt binds, or the problem; `unknownKid` when the only
+ * problem is a kid the key set lacks (a rotation the reader has not heard of).
+ */
+export function readSignedDecision(
+  envelope: unknown,
+  keys: ReceiptKeys,
+): { record: DecisionRecord; approval: ApprovalEnvelope } | { problem: string; unknownKid?: string } {
+  const v = verifySigned(envelope, keys, "signature");
+  if ("failed" in v) {
+    const kid = isRecord(envelope) && typeof envelope.kid === "string" && keys.get(envelope.kid) === undefined ? envelope.kid : undefined;
+    return { problem: v.failed.detail ?? "does not verify", ...(kid === undefined ? {} : { unknownKid: kid }) };
+  }
+  const { payload, signature, kid } = envelope as ApprovalEnvelope;
+  return { record: (v.read as { record: DecisionRecord }).record, approval: { payload, signature, kid } };
 }
 
 /** A one-line summary of a record, from the signed payload: `seq 3: K7Q2M4XZ3A approved (pay)`. */

@@ -2,7 +2,10 @@
 // whatever the protocol that carried it (REST or MCP), goes through `clear`, which returns an
 // outcome and never throws for a caller's mistake.
 //   1 key  2 failure limit  3 tool + arguments  4 allowlist  5 reservation  6 upstream  7 charge
+// A call priced above its key's threshold stops after 5 and waits for a person; its repeat
+// (approval.ts) goes from 1 to 6 once the person approved.
 import type { ErrorCode } from "../errors.ts";
+import { askApproval, needsApproval, repeatApproved } from "./approval.ts";
 import { bindResult, CanonicalJsonError, type Envelope, paramsSha256 } from "../receipt/index.ts";
 import type { ArgsProblem } from "./args.ts";
 import type { ToolEntry } from "./catalog.ts";
@@ -19,14 +22,21 @@ type Step<T> = { done: ClearingOutcome } | { next: T };
 
 const stop = (done: ClearingOutcome): { done: ClearingOutcome } => ({ done });
 
-/**
- * Clears one call of `toolName` with `args` for the holder of `keySecret`. `agentGone` aborts
- * when the agent's connection closes: a call charged after that keeps its result for the agent
- * to fetch (it paid for it), and only such a call writes its result to the ledger.
- */
-export async function clear(d: DeskContext, keySecret: string | null, toolName: string, args: unknown, agentGone?: AbortSignal): Promise<ClearingOutcome> {
+/** What a call brings beside its key, tool and arguments. */
+export type ClearingCall = {
+  /**
+   * Aborts when the agent's connection closes: a call charged after that keeps its result for
+   * the agent to fetch (it paid for it), and only such a call writes its result to the ledger.
+   */
+  agentGone?: AbortSignal;
+  /** The approval a repeat of a call that waited for a person names (approval.ts). */
+  approvalId?: string | null;
+};
+
+/** Clears one call of `toolName` with `args` for the holder of `keySecret`. */
+export async function clear(d: DeskContext, keySecret: string | null, toolName: string, args: unknown, call: ClearingCall = {}): Promise<ClearingOutcome> {
   try {
-    return await clearSteps(d, keySecret, toolName, args, agentGone);
+    return await clearSteps(d, keySecret, toolName, args, call);
   } catch (err) {
     // Before the reservation nothing was charged and no upstream called; after it, see settle.
     if (err instanceof LedgerUnavailable) return unrecorded("LEDGER_UNAVAILABLE");
@@ -34,21 +44,46 @@ export async function clear(d: DeskContext, keySecret: string | null, toolName: 
   }
 }
 
-async function clearSteps(d: DeskContext, keySecret: string | null, toolName: string, args: unknown, agentGone?: AbortSignal): Promise<ClearingOutcome> {
+async function clearSteps(d: DeskContext, keySecret: string | null, toolName: string, args: unknown, call: ClearingCall): Promise<ClearingOutcome> {
   const now = d.now();
   const key = await validKey(d, keySecret, now);
   if (key === null) return keyInvalid();
   const ctx: CallContext = { key, tool: toolName, priceMc: 0, upstreamCostMc: 0, paramsSha256: "", now, hour: hourOf(now), period: periodOf(key.reset, now) };
+  if (call.approvalId !== undefined && call.approvalId !== null) {
+    const claimed = await repeatApproved(d, ctx, call.approvalId, args);
+    if ("done" in claimed) return claimed.done;
+    const settled = await callAndSettle(d, ctx, claimed.next.reservationId, claimed.next.tool, args, call.agentGone);
+    return { ...settled, approval: { approvalId: call.approvalId } };
+  }
   const limited = await checkFailureLimit(d, ctx);
   if ("done" in limited) return limited.done;
   const tool = await checkToolAndArgs(d, ctx, args);
   if ("done" in tool) return tool.done;
   const allowed = await checkAllowlist(d, ctx);
   if ("done" in allowed) return allowed.done;
+  const waits = needsApproval(ctx.key, ctx.priceMc);
+  if (waits && d.approver === null) {
+    // No approver to ask: refused before anything is reserved.
+    await d.ledger.money.recordPlainRefusal(ctx, "refused_approver_unavailable");
+    return plain(ctx, "refused_approver_unavailable", "APPROVER_UNAVAILABLE");
+  }
   const reserved = await reserve(d, ctx);
   if ("done" in reserved) return reserved.done;
-  const answer = await d.registry.upstream(tool.next.upstream)!.call(tool.next.upstreamTool, args as Record<string, unknown>);
-  const settled = await settle(d, ctx, reserved.next, keepsOutputSchema(tool.next, answer));
+  if (waits) return askApproval(d, ctx, reserved.next, args);
+  return callAndSettle(d, ctx, reserved.next.reservationId, tool.next, args, call.agentGone);
+}
+
+/** Steps 6 and 7: the upstream call and its settlement, keeping a charged result the agent did not receive. */
+async function callAndSettle(
+  d: DeskContext,
+  ctx: CallContext,
+  reservationId: number,
+  tool: ToolEntry,
+  args: unknown,
+  agentGone?: AbortSignal,
+): Promise<ClearingOutcome> {
+  const answer = await d.registry.upstream(tool.upstream)!.call(tool.upstreamTool, args as Record<string, unknown>);
+  const settled = await settle(d, ctx, reservationId, keepsOutputSchema(tool, answer));
   if (agentGone?.aborted && settled.status === 200 && settled.result !== undefined && settled.receipt !== undefined) {
     await holdResult(d, ctx.key.id, settled.result, settled.receipt);
   }
@@ -137,10 +172,10 @@ async function checkAllowlist(d: DeskContext, ctx: CallContext): Promise<Step<nu
 }
 
 /** Step 5: the one conditional UPDATE; no room in the key's budget or its org's → 402 with a signed receipt naming which. */
-async function reserve(d: DeskContext, ctx: CallContext): Promise<Step<number>> {
+async function reserve(d: DeskContext, ctx: CallContext): Promise<Step<{ reservationId: number; remainingMc: number }>> {
   const { make, last } = d.signing.receiptMaker();
   const r = await d.ledger.money.reserve(ctx, make);
-  if (r.kind === "reserved") return { next: r.reservationId };
+  if (r.kind === "reserved") return { next: { reservationId: r.reservationId, remainingMc: r.remainingMc } };
   if (r.kind === "no_room" && r.alerts > 0) d.alertsWritten();
   if (r.kind === "key_gone") return stop(keyInvalid());
   const money = { priceMc: ctx.priceMc, remainingMc: r.remainingMc };

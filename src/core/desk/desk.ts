@@ -4,7 +4,7 @@
 // binary from its data directory.
 import type { Envelope, Jwks, ReceiptSigner } from "../receipt/index.ts";
 import { Catalog, type ToolEntry } from "./catalog.ts";
-import { allowedTools, clear, validKey } from "./clearing.ts";
+import { allowedTools, type ClearingCall, clear, validKey } from "./clearing.ts";
 import type { DeskContext } from "./context.ts";
 import * as keys from "./keys.ts";
 import * as orgBudgets from "./org-budgets.ts";
@@ -13,11 +13,11 @@ import type { StatementEnvelope } from "../finance/statement.ts";
 import { DEFAULT_UPSTREAM_TIMEOUT_MS } from "./limits.ts";
 import type { ClearingOutcome } from "./outcomes.ts";
 import type { AuthConfig } from "../upstream/auth-config.ts";
-import type { Clock, CredentialOpener, DeskLedger, Log, ReceiptMaker, SigningKeyStore, UpstreamConnectors } from "./ports.ts";
+import type { ApproverConnection, Clock, CredentialOpener, DeskLedger, Log, ReceiptMaker, SigningKeyStore, UpstreamConnectors } from "./ports.ts";
 import * as receipts from "./receipts.ts";
 import type { Reset } from "./period.ts";
 import type { AlertRecord, AuditEntry, AuditFilter, DeskKey, KeyPatch, Org, ReceiptRecord, SandboxSettings, StoredOrgRecord, ToolRecord } from "./records.ts";
-import { sweepAbandoned, sweepStale } from "./recovery.ts";
+import { sweepAbandoned, sweepApprovals, sweepStale } from "./recovery.ts";
 import { type Registered, UpstreamRegistry, type UpstreamSpec, type UpstreamState } from "./registry.ts";
 import * as sandbox from "./sandbox.ts";
 import type { SealingKey } from "./seal.ts";
@@ -42,6 +42,8 @@ export type DeskOptions = {
   allowUpstreamHosts?: readonly string[];
   /** Told after a commit that wrote budget alerts (the delivery loop's poke). */
   alertsWritten?: () => void;
+  /** The approver and its pinned decision keys (--approver): without it, a call above its key's threshold is 503. */
+  approver?: ApproverConnection;
 };
 
 export class Desk {
@@ -81,6 +83,7 @@ export class Desk {
       signing,
       alertsWritten,
       unsettled: new UnsettledCalls(),
+      approver: options.approver ?? null,
     });
     await signing.publish();
     await registry.openStored();
@@ -98,9 +101,9 @@ export class Desk {
 
   // --- agents ---------------------------------------------------------------------------------
 
-  /** The clearing path (clearing.ts). */
-  clear(keySecret: string | null, toolName: string, args: unknown, agentGone?: AbortSignal): Promise<ClearingOutcome> {
-    return clear(this.#d, keySecret, toolName, args, agentGone);
+  /** The clearing path (clearing.ts); `call` carries the approval a repeat names and the agent's disconnect. */
+  clear(keySecret: string | null, toolName: string, args: unknown, call: ClearingCall = {}): Promise<ClearingOutcome> {
+    return clear(this.#d, keySecret, toolName, args, call);
   }
 
   /** The key a secret opens now, or null (unknown, revoked, expired, malformed). */
@@ -248,7 +251,7 @@ export class Desk {
     return receipts.audit(this.#d, filter);
   }
 
-  exportReceipts(filter: { orgId: string | null; sinceMs: number | null }): Promise<ReceiptRecord[]> {
+  exportReceipts(filter: { orgId: string | null; sinceMs: number | null }): AsyncIterable<ReceiptRecord[]> {
     return receipts.exportReceipts(this.#d, filter);
   }
 
@@ -296,6 +299,11 @@ export class Desk {
 
   sweepStale(): Promise<number> {
     return sweepStale(this.#d);
+  }
+
+  /** Settles the reservations whose approval can no longer be used (recovery.ts). */
+  sweepApprovals(): Promise<number> {
+    return sweepApprovals(this.#d);
   }
 
   /**

@@ -29,6 +29,8 @@ export type NewKeyInput = {
   prices: Readonly<Record<string, number>>;
   expiresAt: number | null;
   alertThresholds?: readonly number[];
+  /** A call priced above this waits for a person (approval.ts); null: never. */
+  approveAboveMc?: number | null;
 };
 
 /** ORG_UNKNOWN, else the org. */

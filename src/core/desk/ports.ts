@@ -5,8 +5,10 @@
 import type { AlertOutbox } from "../finance/alert-outbox.ts";
 import type { OrgRecordFields } from "../finance/org-records.ts";
 import type { StatementReceipt, StatementRecord } from "../finance/statement.ts";
-import { WireError } from "../errors.ts";
-import type { ReceiptJwk } from "../receipt/index.ts";
+import type { SpendAsk } from "../asks.ts";
+import { type ErrorCode, WireError } from "../errors.ts";
+import type { ApprovalEnvelope, ReceiptJwk } from "../receipt/index.ts";
+import type { ReceiptKeys } from "../receipt/verify.ts";
 import type { AuthSettings } from "../upstream/auth-config.ts";
 import type { Credential } from "../upstream/credential.ts";
 import type { CredentialStore } from "../upstream/credential-store.ts";
@@ -16,6 +18,8 @@ import type { PlainOutcome, ReceiptOutcome, SettleOutcome } from "./outcomes.ts"
 import type { Reset } from "./period.ts";
 import type {
   AlertRecord,
+  ApprovalAsked,
+  ApprovalHold,
   AuditEntry,
   AuditFilter,
   DeskKey,
@@ -101,6 +105,8 @@ export type ReceiptFacts = {
   /** Set exactly when charged: the hash of the result that was paid for. */
   resultSha256: string | null;
   issuedAt: number;
+  /** The person's signed decision on the call, when it waited for one: the receipt is then version 2. */
+  approval?: ApprovalEnvelope | null;
 };
 
 /**
@@ -124,7 +130,14 @@ export type ReserveResult =
   | { kind: "rate_limited"; remainingMc: number }
   | { kind: "key_gone" };
 
-export type Settlement = { reservationId: number; outcome: SettleOutcome; resultSha256: string | null; now: number };
+export type Settlement = {
+  reservationId: number;
+  outcome: SettleOutcome;
+  resultSha256: string | null;
+  now: number;
+  /** The decision to bind (a denial, an expiry) when the reservation holds none yet; one claimed with the call is bound anyway. */
+  approval?: ApprovalEnvelope;
+};
 
 export type SettleResult =
   /** `alerts`: how many budget alerts the charge wrote (in its own transaction). */
@@ -150,11 +163,31 @@ export interface MoneyLedger {
   /** Charges or refunds an open reservation, into the periods (the key's, the org's) it was taken from. */
   settle(settlement: Settlement, make: ReceiptMaker): Promise<SettleResult>;
   /**
-   * Ids of reservations nobody else will settle: this desk's own still open that were taken
-   * before `beforeMs` (all of them: Infinity), and, where several desk nodes share the ledger,
-   * every open one of a node whose lease has run out.
+   * Ids of reservations nobody else will settle: this desk's own still open whose call started
+   * before `beforeMs` (all of them: Infinity; an ordinary call from its reservation, an approved
+   * one from its claim), and, where several desk nodes share the ledger, every open one of a node
+   * whose lease has run out. A reservation awaiting a person's decision is never among them
+   * (approvalsDue finds those).
    */
   openReservations(beforeMs: number): Promise<number[]>;
+  /**
+   * Undoes a reservation whose spend ask never reached the approver, as if it had not been made:
+   * its price goes back, the row goes, and the failure it counted goes too unless `outcome`
+   * counts as one (countsAsFailure); an audit row records `outcome`. False when the reservation
+   * is no longer open and unasked (nothing changed).
+   */
+  release(reservationId: number, ctx: CallContext, outcome: PlainOutcome): Promise<{ released: boolean; remainingMc: number }>;
+  /** Records the spend ask sent for an open reservation; false when it is no longer open (nothing changed). */
+  awaitApproval(reservationId: number, asked: ApprovalAsked): Promise<boolean>;
+  /** The reservation an approval id names (awaiting, claimed or settled), or null. */
+  approval(approvalId: string): Promise<ApprovalHold | null>;
+  /**
+   * The one atomic use of an approval: an open reservation awaiting a decision becomes claimed,
+   * with the decision it will bind and `now` as the start of its call. True for exactly one caller.
+   */
+  claimApproval(reservationId: number, approval: ApprovalEnvelope, now: number): Promise<boolean>;
+  /** Open reservations still awaiting a decision whose ask expired before `beforeMs`. */
+  approvalsDue(beforeMs: number): Promise<ApprovalHold[]>;
   /** Keeps a result until `heldUntil`; past ones go first and a key keeps its `perKey` newest. */
   holdResult(held: HeldResult & { now: number; perKey: number }): Promise<void>;
 }
@@ -205,8 +238,12 @@ export interface RecordStore {
   receipt(id: string): Promise<ReceiptRecord | null>;
   /** One key's receipts issued at or after `sinceMs`, in chain order, at most `limit`. */
   keyReceipts(keyId: string, sinceMs: number, limit: number): Promise<ReceiptRecord[]>;
-  /** Receipts in issue order (per key, in chain order), optionally of one org and since a time. */
-  receipts(filter: { orgId: string | null; sinceMs: number | null }): Promise<ReceiptRecord[]>;
+  /**
+   * Receipts in issue order (per key, in chain order), optionally of one org and since a time, a
+   * page at a time (at most `pageSize` each): the export streams them without holding them all.
+   * Ends with the receipts stored when it began.
+   */
+  receiptPages(filter: { orgId: string | null; sinceMs: number | null }, pageSize: number): AsyncIterable<ReceiptRecord[]>;
   audit(filter: AuditFilter): Promise<AuditEntry[]>;
   /** The held result of a receipt while it is held at `now`. */
   heldResult(receiptId: string, now: number): Promise<HeldResult | null>;
@@ -404,6 +441,46 @@ export type CredentialOpener = (options: {
   /** The desk's clock, which a cached token's expiry is read against. */
   now: Clock;
 }) => Promise<Credential>;
+
+// --- the approver ----------------------------------------------------------------------------
+// The person's side (SPEC 7.1), reached over mutual TLS by an adapter (adapters/approver-link).
+
+/** A spend ask as the desk sends it (core/schema/spend-ask.ts holds its rules). */
+export type SpendAskBody = Omit<SpendAsk, "kind">;
+
+export type AskAnswer =
+  | { kind: "pending"; expiresAt: number }
+  /** The approver refused a field (the desk checks the same rules first; a newer approver may be stricter). */
+  | { kind: "refused"; code: ErrorCode }
+  /** Unreachable, timed out, full (PENDING_LIMIT) or an answer that is none of the above; `why` names it for the log. */
+  | { kind: "unavailable"; why: string };
+
+export type DecisionAnswer =
+  | { kind: "pending" }
+  /** The approver's signed decision record, as it sent it: the desk verifies it before acting on it. */
+  | { kind: "decided"; envelope: unknown }
+  | { kind: "unavailable"; why: string }
+  /** An answer that is neither a decision nor "pending" (another ask, a status it should not give). */
+  | { kind: "bad_answer"; why: string };
+
+export interface Approver {
+  /** `POST /v1/asks/spend`; never throws. */
+  ask(ask: SpendAskBody): Promise<AskAnswer>;
+  /** `GET /v1/asks/{id}/decision`; never throws. */
+  decision(approvalId: string): Promise<DecisionAnswer>;
+}
+
+/**
+ * The approver's decision keys as the desk's operator pinned them (`--approver-keys`): a decision
+ * signed by any other key is never acted on. `reload` reads them again (after the approver's key
+ * was rotated) and gives null when they cannot be read, keeping the old ones.
+ */
+export interface DecisionKeys {
+  current(): ReceiptKeys;
+  reload(): ReceiptKeys | null;
+}
+
+export type ApproverConnection = { approver: Approver; keys: DecisionKeys };
 
 // --- signing keys ----------------------------------------------------------------------------
 

@@ -29,6 +29,8 @@ export function receiptMakerFor(signer: ReceiptSigner, onSigned: (envelope: Enve
       result_sha256: f.resultSha256,
       seq: f.link.seq,
       prev_sha256: f.link.prevSha256,
+      // A call that waited for a person binds the decision: the receipt is version 2.
+      ...(f.approval ? { approval: f.approval } : {}),
     });
     onSigned(envelope);
     return {

@@ -43,6 +43,9 @@ export function audit(d: DeskContext, filter: AuditFilter): Promise<AuditEntry[]
   return d.ledger.records.audit(filter);
 }
 
-export function exportReceipts(d: DeskContext, filter: { orgId: string | null; sinceMs: number | null }): Promise<ReceiptRecord[]> {
-  return d.ledger.records.receipts(filter);
+/** Receipts per page of the export: ~1.5 MB of envelopes at a time, whatever the ledger holds. */
+export const EXPORT_PAGE = 1000;
+
+export function exportReceipts(d: DeskContext, filter: { orgId: string | null; sinceMs: number | null }): AsyncIterable<ReceiptRecord[]> {
+  return d.ledger.records.receiptPages(filter, EXPORT_PAGE);
 }

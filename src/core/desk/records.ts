@@ -5,7 +5,7 @@ import type { OrgRecord } from "../finance/org-records.ts";
 import type { ReceiptJwk } from "../receipt/index.ts";
 import type { RestOperation } from "../rest/operation.ts";
 import type { AuthSettings } from "../upstream/auth-config.ts";
-import type { PlainOutcome, ReceiptOutcome } from "./outcomes.ts";
+import type { PlainOutcome, ReceiptOutcome, SettleOutcome } from "./outcomes.ts";
 import type { Reset } from "./period.ts";
 
 export type Org = { id: string; name: string; createdAt: number };
@@ -31,6 +31,8 @@ export type DeskKey = {
   failCount: number;
   /** Percentages of the budget whose crossing raises an alert (SPEC 8.17). */
   alertThresholds: readonly number[];
+  /** A call priced above this waits for a person (approval.ts); null: never. */
+  approveAboveMc: number | null;
 };
 
 /** A key as it is created: its secret is stored only as the lookup prefix and the hash. */
@@ -46,6 +48,8 @@ export type NewKey = {
   allow: readonly string[];
   prices: Readonly<Record<string, number>>;
   expiresAt: number | null;
+  /** Absent: null (never waits for a person). */
+  approveAboveMc?: number | null;
   now: number;
   /** Default: DEFAULT_THRESHOLDS. */
   alertThresholds?: readonly number[];
@@ -59,6 +63,7 @@ export type KeyPatch = {
   prices?: Readonly<Record<string, number>>;
   expiresAt?: number | null;
   alertThresholds?: readonly number[];
+  approveAboveMc?: number | null;
 };
 
 /** What a key has spent in `period`: it keeps the spend of its latest period only. */
@@ -213,4 +218,29 @@ export type AlertRecord = {
   lastError: string | null;
   deliveredAt: number | null;
   gaveUpAt: number | null;
+};
+
+/** What the desk recorded of the spend ask it sent for a reserved call (MoneyLedger.awaitApproval). */
+export type ApprovalAsked = {
+  approvalId: string;
+  /** SHA-256 of the canonical JSON of the ask as sent, `{verb: "spend", ...}`: the person's decision must name it. */
+  askSha256: string;
+  /** When the approver lets the ask expire (its answer's `expires_at`). */
+  expiresAt: number;
+};
+
+/** A reservation held for a call that waits for a person, as a repeat of the call finds it. */
+export type ApprovalHold = ApprovalAsked & {
+  reservationId: number;
+  keyId: string;
+  orgId: string;
+  tool: string;
+  priceMc: number;
+  paramsSha256: string;
+  /** The budget period the price was reserved in. */
+  period: string;
+  /** awaiting: no decision has been acted on; claimed: the approval was used, its call runs or ran. */
+  stage: "awaiting" | "claimed";
+  /** Once the reservation is settled: how, and its receipt. */
+  settled: { outcome: SettleOutcome; receipt: ReceiptRecord | null } | null;
 };

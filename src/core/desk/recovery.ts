@@ -1,8 +1,12 @@
 // Reservations nobody will settle: those of a desk killed mid-call (all open ones at start-up)
 // and those older than the upstream timeout plus a margin (a call that hung). Each is refunded
-// with a signed `refunded_abandoned` receipt: nobody pays for an answer nobody received.
+// with a signed `refunded_abandoned` receipt: nobody pays for an answer nobody received. A
+// reservation awaiting a person's decision is none of these (it outlives a restart): it is
+// settled once its ask expired and the approved call could no longer be repeated.
+import { readDecision } from "./approval.ts";
 import type { DeskContext } from "./context.ts";
-import { ABANDON_MARGIN_MS } from "./limits.ts";
+import { ABANDON_MARGIN_MS, APPROVAL_USE_MS } from "./limits.ts";
+import type { Settlement } from "./ports.ts";
 
 /** Refunds the reservations still open from before `beforeMs`; how many it refunded. */
 export async function sweepAbandoned(d: DeskContext, beforeMs: number): Promise<number> {
@@ -25,7 +29,38 @@ export async function sweepAbandoned(d: DeskContext, beforeMs: number): Promise<
   return refunded;
 }
 
-/** The sweep the running desk repeats: reservations older than the timeout plus a margin. */
-export function sweepStale(d: DeskContext): Promise<number> {
-  return sweepAbandoned(d, d.now() - d.upstreamTimeoutMs - ABANDON_MARGIN_MS);
+/** The sweep the running desk repeats: reservations older than the timeout plus a margin, and approvals past their use. */
+export async function sweepStale(d: DeskContext): Promise<number> {
+  return (await sweepAbandoned(d, d.now() - d.upstreamTimeoutMs - ABANDON_MARGIN_MS)) + (await sweepApprovals(d));
+}
+
+/**
+ * Settles each reservation still awaiting a decision APPROVAL_USE_MS after its ask expired, as
+ * the person's decision says when the approver gives one the desk can act on: denied →
+ * refunded_denied, expired → refunded_expired, approved but never repeated → refunded_abandoned,
+ * each binding that decision; without one (the approver unreachable, a decision that fails its
+ * checks) → refunded_abandoned alone. Nothing stays held because an approver went away.
+ */
+export async function sweepApprovals(d: DeskContext): Promise<number> {
+  let settled = 0;
+  for (const hold of await d.ledger.money.approvalsDue(d.now() - APPROVAL_USE_MS)) {
+    try {
+      const read = await readDecision(d, hold);
+      const base = { reservationId: hold.reservationId, resultSha256: null, now: d.now() };
+      const settlement: Settlement =
+        read.kind !== "decided"
+          ? { ...base, outcome: "refunded_abandoned" }
+          : {
+              ...base,
+              outcome: read.decision === "denied" ? "refunded_denied" : read.decision === "expired" ? "refunded_expired" : "refunded_abandoned",
+              approval: read.approval,
+            };
+      const r = await d.ledger.money.settle(settlement, d.signing.receiptMaker().make);
+      if (r.kind === "settled") settled++;
+    } catch (err) {
+      d.log(`approval ${hold.approvalId}: settling it failed (${err instanceof Error ? err.name : "error"})`);
+    }
+  }
+  if (settled > 0) d.log(`settled ${settled} approval(s) past their use`);
+  return settled;
 }

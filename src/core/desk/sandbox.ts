@@ -81,6 +81,8 @@ export async function grantSandboxKey(d: DeskContext, address: string | null): P
       allow: settings.tools,
       prices: {},
       expiresAt,
+      // Nobody stands behind a sandbox key to approve its calls.
+      approveAboveMc: null,
       now,
     },
   });

@@ -49,6 +49,8 @@ export type KeyView = {
   revoked_at: string | null;
   created_at: string;
   alert_thresholds: readonly number[];
+  /** A call priced above this waits for a person on the approver; null: never. */
+  approve_above_mc: number | null;
 };
 
 /** A key's secret, shown at creation and at rotation only. */

@@ -9,7 +9,7 @@ export type TlsRole = "cert" | "key" | "ca";
 export type TlsPaths = Record<TlsRole, string>;
 
 /** Which side loads the files: it decides the file names the hints suggest. */
-export type TlsSide = "approver" | "client";
+export type TlsSide = "approver" | "client" | "desk";
 
 /** A file that fails a check: the message names the file and how it was given; the hint says what to do. */
 export class TlsLoadError extends Error {
@@ -36,6 +36,7 @@ export type LoadedTls = {
 const EXPECTED: Record<TlsSide, Record<TlsRole, string>> = {
   approver: { cert: "approver.pem", key: "approver.key", ca: "client-ca.pem" },
   client: { cert: "client.pem", key: "client.key", ca: "approver-ca.pem" },
+  desk: { cert: "desk.pem", key: "desk.key", ca: "approver-ca.pem" },
 };
 
 const NOUN: Record<TlsRole, string> = { cert: "certificate", key: "private key", ca: "CA certificate" };

@@ -57,6 +57,14 @@ function mcInput(name: string, value: string, placeholder = ""): HTMLInputElemen
   return h("input", { name, inputmode: "numeric", class: "mono num", value, placeholder, autocomplete: "off" });
 }
 
+/** The approval threshold as typed: empty is "never" (null), else whole mc; undefined when it is neither. */
+function thresholdOf(text: string): number | null | undefined {
+  if (text.trim() === "") return null;
+  return parseMc(text) ?? undefined;
+}
+
+const THRESHOLD_HINT = "a call priced above this waits for a person on the approver; empty: never";
+
 function editPanel(host: HTMLElement, k: KeyView, tools: ToolView[], done: () => Promise<void>): void {
   const priceRows = tools.map((t) =>
     h(
@@ -76,6 +84,7 @@ function editPanel(host: HTMLElement, k: KeyView, tools: ToolView[], done: () =>
       labelled("Name", h("input", { name: "name", value: k.name, maxlength: 200 })),
       labelled("Budget (mc)", mcInput("budget_mc", String(k.budget_mc)), "1 cent = 1,000 mc"),
       labelled("Expires (UTC)", h("input", { name: "expires_at", type: "datetime-local", value: k.expires_at ? k.expires_at.slice(0, 16) : "" })),
+      labelled("Approve above (mc)", mcInput("approve_above_mc", k.approve_above_mc === null ? "" : String(k.approve_above_mc), "never"), THRESHOLD_HINT),
       labelled("Reset", h("input", { value: k.reset, readonly: true, class: "mono" }), "fixed when the key is made"),
     ),
     h("h3", {}, "Allowed tools"),
@@ -103,12 +112,15 @@ function editPanel(host: HTMLElement, k: KeyView, tools: ToolView[], done: () =>
         prices[t.name] = p;
       }
       const expires = field(form, "expires_at");
+      const threshold = thresholdOf(field(form, "approve_above_mc"));
+      if (threshold === undefined) throw new Error("the approval threshold is not a whole number of mc");
       await api("PATCH", `/admin/keys/${encodeURIComponent(k.key_id)}`, {
         ...(field(form, "name") === "" ? {} : { name: field(form, "name") }),
         budget_mc: budget,
         allow: checkedTools(form),
         prices,
         expires_at: expires === "" ? null : (utcFromLocalInput(expires) ?? null),
+        approve_above_mc: threshold,
       });
       notify(`Saved key ${k.key_id}.`);
       await done();
@@ -160,6 +172,7 @@ export const keysPage: Page = {
           ),
         ),
         labelled("Expires (UTC)", h("input", { name: "expires_at", type: "datetime-local" }), "optional"),
+        labelled("Approve above (mc)", mcInput("approve_above_mc", "", "never"), THRESHOLD_HINT),
       ),
       h("h3", {}, "Allowed tools"),
       allowBoxes(tools, new Set()),
@@ -171,6 +184,8 @@ export const keysPage: Page = {
         const budget = parseMc(field(create, "budget_mc"));
         if (budget === null) throw new Error("the budget is not a whole number of mc");
         const expires = utcFromLocalInput(field(create, "expires_at"));
+        const threshold = thresholdOf(field(create, "approve_above_mc"));
+        if (threshold === undefined) throw new Error("the approval threshold is not a whole number of mc");
         const name = field(create, "name");
         const made = await api<{ key_id: string; secret: string }>("POST", "/admin/keys", {
           org_id: field(create, "org_id"),
@@ -179,6 +194,7 @@ export const keysPage: Page = {
           reset: field(create, "reset"),
           allow: checkedTools(create),
           ...(expires === undefined ? {} : { expires_at: expires }),
+          ...(threshold === null ? {} : { approve_above_mc: threshold }),
         });
         await again();
         secretPanelIn(root, made.key_id, made.secret, "New key");
@@ -234,6 +250,7 @@ export const keysPage: Page = {
           { title: k.allow.join("\n") },
           `${k.allow.length} tool${k.allow.length === 1 ? "" : "s"}`,
           Object.keys(k.prices).length > 0 ? h("div", { class: "small muted" }, `${Object.keys(k.prices).length} own price(s)`) : null,
+          k.approve_above_mc === null ? null : h("div", { class: "small muted" }, `a person approves above ${mc(k.approve_above_mc)}`),
         ),
         h(
           "td",

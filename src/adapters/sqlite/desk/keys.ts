@@ -37,8 +37,9 @@ export class SqliteKeys implements KeyStore {
   createNow(k: NewKey): void {
     this.sql.db
       .query(
-        `INSERT INTO keys (id, org_id, name, lookup, secret_sha256, budget_mc, spent_mc, reset, period, allow, prices, expires_at, created_at, alert_thresholds)
-         VALUES (?, ?, ?, ?, ?, ?, 0, ?, ?, ?, ?, ?, ?, ?)`,
+        `INSERT INTO keys (id, org_id, name, lookup, secret_sha256, budget_mc, spent_mc, reset, period, allow, prices, expires_at, created_at, alert_thresholds,
+           approve_above_mc)
+         VALUES (?, ?, ?, ?, ?, ?, 0, ?, ?, ?, ?, ?, ?, ?, ?)`,
       )
       .run(
         k.id,
@@ -54,6 +55,7 @@ export class SqliteKeys implements KeyStore {
         k.expiresAt,
         k.now,
         JSON.stringify(k.alertThresholds ?? DEFAULT_THRESHOLDS),
+        k.approveAboveMc ?? null,
       );
   }
 
@@ -98,6 +100,7 @@ export class SqliteKeys implements KeyStore {
         this.sql.db
           .query(
             `UPDATE keys SET name = :name, budget_mc = :budget, allow = :allow, prices = :prices, expires_at = :expires, alert_thresholds = :thresholds,
+               approve_above_mc = :approveAbove,
                spent_mc = CASE WHEN :period >= period THEN ${SPENT_IN_PERIOD} ELSE spent_mc END,
                period = CASE WHEN :period >= period THEN :period ELSE period END
              WHERE id = :id`,
@@ -109,6 +112,7 @@ export class SqliteKeys implements KeyStore {
             prices: patch.prices === undefined ? key.prices : JSON.stringify(patch.prices),
             expires: patch.expiresAt === undefined ? key.expires_at : patch.expiresAt,
             thresholds: patch.alertThresholds === undefined ? key.alert_thresholds : JSON.stringify(patch.alertThresholds),
+            approveAbove: patch.approveAboveMc === undefined ? key.approve_above_mc : patch.approveAboveMc,
             period: periodOf(key.reset, now),
             id,
           });

@@ -197,11 +197,34 @@ CREATE TABLE upstream_credentials (
 ) STRICT, WITHOUT ROWID;
 `;
 
+// Calls that wait for a person (core/desk/approval.ts). A key's threshold; on a reservation, the
+// spend ask sent for it (its approval id, the hash of the ask as sent, when the approver lets it
+// expire), its stage (awaiting a decision, or claimed by the one repeat that used the approval,
+// whose call started at claimed_at) and the signed decision it binds once claimed. An approval id
+// names one reservation: the unique index is the "minted here, for this reservation" rule.
+const V7 = `
+ALTER TABLE keys ADD COLUMN approve_above_mc INTEGER CHECK (approve_above_mc IS NULL OR approve_above_mc >= 0);
+ALTER TABLE reservations ADD COLUMN approval_id TEXT;
+ALTER TABLE reservations ADD COLUMN ask_sha256 TEXT;
+ALTER TABLE reservations ADD COLUMN approval_expires_at INTEGER;
+ALTER TABLE reservations ADD COLUMN approval_stage TEXT CHECK (approval_stage IS NULL OR approval_stage IN ('awaiting', 'claimed'));
+ALTER TABLE reservations ADD COLUMN approval TEXT;
+ALTER TABLE reservations ADD COLUMN claimed_at INTEGER;
+CREATE UNIQUE INDEX reservations_approval ON reservations(approval_id) WHERE approval_id IS NOT NULL;
+CREATE INDEX reservations_awaiting ON reservations(approval_expires_at) WHERE state = 'open' AND approval_stage = 'awaiting';
+`;
+
+// An org's receipts in rowid order (an index on org_id alone ends with the rowid), so an org's
+// export goes a page at a time through its own receipts, never the whole table.
+const RECEIPTS_BY_ORG = `
+CREATE INDEX receipts_by_org ON receipts(org_id);
+`;
+
 // Organization budgets (SPEC 8.16): the org's spend in its latest period beside its budget
 // (under the same CHECK as a key's), the spend of every period kept so a refund goes back to the
 // period it was reserved from, the org period each reservation drew on, and the signed budget
 // records of each org (append-only, one chain per org, each top-up reference once).
-const V7 = `
+const V9 = `
 CREATE TABLE org_budgets (
   org_id TEXT PRIMARY KEY REFERENCES orgs(id),
   budget_mc INTEGER CHECK (budget_mc IS NULL OR budget_mc >= 0),
@@ -244,7 +267,7 @@ CREATE TRIGGER org_records_no_delete BEFORE DELETE ON org_records BEGIN SELECT R
 // written in the transaction of the charge or refusal that raised it, whatever the concurrency.
 // A lease is its own column beside the next attempt, so a restarted desk (the only one on its
 // data directory) can free the leases of the process that died.
-const V8 = `
+const V10 = `
 ALTER TABLE spend ADD COLUMN charged_mc INTEGER NOT NULL DEFAULT 0 CHECK (charged_mc >= 0);
 UPDATE spend SET charged_mc = coalesce(
   (SELECT sum(r.amount_mc) FROM receipts r WHERE r.key_id = spend.key_id AND r.period = spend.period AND r.outcome = 'charged'), 0);
@@ -287,6 +310,8 @@ export const DESK_MIGRATIONS: readonly Migration[] = [
   { name: "desk held results", sql: V4 },
   { name: "desk tool listing fields", sql: V5 },
   { name: "desk rest upstreams and credentials", sql: V6 },
-  { name: "desk org budgets", sql: V7 },
-  { name: "desk budget alerts", sql: V8 },
+  { name: "desk approvals", sql: V7 },
+  { name: "desk receipts by org", sql: RECEIPTS_BY_ORG },
+  { name: "desk org budgets", sql: V9 },
+  { name: "desk budget alerts", sql: V10 },
 ];

@@ -4,7 +4,7 @@
 // the audit row in one transaction, so a crash leaves all three or none. Every method runs in the
 // group commit (group-commit.ts), one savepoint each.
 import { FAILURES_PER_HOUR } from "../../../core/desk/limits.ts";
-import { type PlainOutcome, type ReceiptOutcome, statusOf } from "../../../core/desk/outcomes.ts";
+import { countsAsFailure, type PlainOutcome, type ReceiptOutcome, statusOf } from "../../../core/desk/outcomes.ts";
 import { hourOf, periodOf } from "../../../core/desk/period.ts";
 import {
   type CallContext,
@@ -16,7 +16,9 @@ import {
   type SettleResult,
   type StoredReceipt,
 } from "../../../core/desk/ports.ts";
-import { type HeldResult, spentIn } from "../../../core/desk/records.ts";
+import type { ApprovalAsked, ApprovalHold, HeldResult } from "../../../core/desk/records.ts";
+import { spentIn } from "../../../core/desk/records.ts";
+import type { ApprovalEnvelope } from "../../../core/receipt/index.ts";
 import { newId } from "../../../core/desk/secrets.ts";
 import { alertsOf, type ScopeOutcome } from "../../../core/finance/alerts.ts";
 import type { SqliteAlerts } from "./alerts.ts";
@@ -35,11 +37,11 @@ export class SqliteMoney implements MoneyLedger {
     private readonly alerts: SqliteAlerts,
   ) {}
 
-  /** A 429 is not counted as a failure: it reached nothing, and counting it would keep the key shut after its calls in flight succeed. */
+  /** Counted as a failure as countsAsFailure says (a 429 is not: it reached nothing). */
   recordPlainRefusal(ctx: CallContext, outcome: PlainOutcome): Promise<void> {
     return this.commit.run(() =>
       this.sql.immediate(() => {
-        if (outcome !== "refused_rate_limited") this.countFailure(ctx.key.id, ctx.hour);
+        if (countsAsFailure(outcome)) this.countFailure(ctx.key.id, ctx.hour);
         this.appendAudit(recorded(ctx), outcome, null);
       }),
     );
@@ -279,7 +281,7 @@ export class SqliteMoney implements MoneyLedger {
     return this.commit.run(() => this.settleNow(settlement, make));
   }
 
-  private settleNow({ reservationId, outcome, resultSha256, now }: Settlement, make: ReceiptMaker): SettleResult {
+  private settleNow({ reservationId, outcome, resultSha256, now, approval }: Settlement, make: ReceiptMaker): SettleResult {
     return this.sql.immediate((): SettleResult => {
       const db = this.sql.db;
       const receiptId = newId("rcpt");
@@ -327,7 +329,9 @@ export class SqliteMoney implements MoneyLedger {
         paramsSha256: res.params_sha256,
         now,
       };
-      const receipt = this.appendReceipt(call, make, outcome, charged ? res.price_mc : 0, remainingMc, res.period, resultSha256, receiptId);
+      // A claimed approval binds the decision it was claimed with; an unclaimed one, the decision given (a denial, an expiry).
+      const bound = res.approval === null ? (approval ?? null) : (JSON.parse(res.approval) as ApprovalEnvelope);
+      const receipt = this.appendReceipt(call, make, outcome, charged ? res.price_mc : 0, remainingMc, res.period, resultSha256, receiptId, bound);
       this.appendAudit(call, outcome, receipt.id);
       const alerts = charged ? this.chargeAlerts(res, key, receipt.id, now) : 0;
       return { kind: "settled", receipt, remainingMc, alerts };
@@ -336,9 +340,97 @@ export class SqliteMoney implements MoneyLedger {
 
   async openReservations(beforeMs: number): Promise<number[]> {
     const rows = this.sql.db
-      .query("SELECT id FROM reservations WHERE state = 'open' AND created_at < ? ORDER BY id")
-      .all(Number.isFinite(beforeMs) ? beforeMs : Number.MAX_SAFE_INTEGER) as { id: number }[];
-    return rows.map((r) => r.id);
+      .query(
+        // No ORDER BY id: it would make SQLite walk every reservation ever made in id order
+        // instead of the partial index of open ones.
+        `SELECT id FROM reservations WHERE state = 'open' AND
+           (approval_stage IS NULL AND created_at < :before OR approval_stage = 'claimed' AND claimed_at < :before)`,
+      )
+      .all({ before: Number.isFinite(beforeMs) ? beforeMs : Number.MAX_SAFE_INTEGER }) as { id: number }[];
+    return rows.map((r) => r.id).sort((a, b) => a - b);
+  }
+
+  release(reservationId: number, ctx: CallContext, outcome: PlainOutcome): Promise<{ released: boolean; remainingMc: number }> {
+    return this.commit.run(() =>
+      this.sql.immediate(() => {
+        const db = this.sql.db;
+        const res = db
+          .query("DELETE FROM reservations WHERE id = ? AND state = 'open' AND approval_stage IS NULL RETURNING *")
+          .get(reservationId) as ReservationRow | null;
+        if (res === null) return { released: false, remainingMc: this.remainingOf(ctx.key.id, ctx.period, ctx.now) };
+        // The price goes back to the period it was taken from; the failure the reservation counted goes too unless this refusal counts as one.
+        const undo = countsAsFailure(outcome) ? 0 : 1;
+        const key = db
+          .query(
+            `UPDATE keys SET spent_mc = CASE WHEN period = :period THEN spent_mc - :price ELSE spent_mc END,
+               fail_count = CASE WHEN fail_hour = :hour AND fail_count >= :undo THEN fail_count - :undo ELSE fail_count END
+             WHERE id = :id RETURNING *`,
+          )
+          .get({ id: res.key_id, period: res.period, price: res.price_mc, hour: hourOf(res.created_at), undo }) as KeyRow;
+        db.query("UPDATE spend SET spent_mc = spent_mc - ? WHERE key_id = ? AND period = ?").run(res.price_mc, res.key_id, res.period);
+        if (res.org_period !== null) this.refundOrg(res.org_id, res.org_period, res.price_mc);
+        this.appendAudit(recorded(ctx), outcome, null);
+        return { released: true, remainingMc: this.roomOf(key, ctx.period, ctx.now) };
+      }),
+    );
+  }
+
+  awaitApproval(reservationId: number, asked: ApprovalAsked): Promise<boolean> {
+    return this.commit.run(() =>
+      this.sql.immediate(
+        () =>
+          this.sql.db
+            .query(
+              `UPDATE reservations SET approval_id = ?, ask_sha256 = ?, approval_expires_at = ?, approval_stage = 'awaiting'
+               WHERE id = ? AND state = 'open' AND approval_stage IS NULL`,
+            )
+            .run(asked.approvalId, asked.askSha256, asked.expiresAt, reservationId).changes === 1,
+      ),
+    );
+  }
+
+  async approval(approvalId: string): Promise<ApprovalHold | null> {
+    const row = this.sql.db.query("SELECT * FROM reservations WHERE approval_id = ?").get(approvalId) as ReservationRow | null;
+    return row === null ? null : this.holdOf(row);
+  }
+
+  claimApproval(reservationId: number, approval: ApprovalEnvelope, now: number): Promise<boolean> {
+    return this.commit.run(() =>
+      this.sql.immediate(
+        () =>
+          this.sql.db
+            .query(
+              `UPDATE reservations SET approval_stage = 'claimed', approval = ?, claimed_at = ?
+               WHERE id = ? AND state = 'open' AND approval_stage = 'awaiting'`,
+            )
+            .run(JSON.stringify(approval), now, reservationId).changes === 1,
+      ),
+    );
+  }
+
+  async approvalsDue(beforeMs: number): Promise<ApprovalHold[]> {
+    const rows = this.sql.db
+      .query("SELECT * FROM reservations WHERE state = 'open' AND approval_stage = 'awaiting' AND approval_expires_at < ?")
+      .all(beforeMs) as ReservationRow[];
+    return rows.sort((a, b) => a.id - b.id).map((r) => this.holdOf(r));
+  }
+
+  private holdOf(r: ReservationRow): ApprovalHold {
+    const receipt = r.receipt_id === null ? null : (this.sql.db.query("SELECT * FROM receipts WHERE id = ?").get(r.receipt_id) as ReceiptRow | null);
+    return {
+      approvalId: r.approval_id!,
+      askSha256: r.ask_sha256!,
+      expiresAt: r.approval_expires_at!,
+      reservationId: r.id,
+      keyId: r.key_id,
+      orgId: r.org_id,
+      tool: r.tool,
+      priceMc: r.price_mc,
+      paramsSha256: r.params_sha256,
+      period: r.period,
+      stage: r.approval_stage!,
+      settled: r.state === "settled" ? { outcome: r.outcome!, receipt: receipt === null ? null : receiptOf(receipt) } : null,
+    };
   }
 
   holdResult(held: HeldResult & { now: number; perKey: number }): Promise<void> {
@@ -411,6 +503,7 @@ export class SqliteMoney implements MoneyLedger {
     period: string,
     resultSha256: string | null = null,
     receiptId: string = newId("rcpt"),
+    approval: ApprovalEnvelope | null = null,
   ): StoredReceipt {
     const { keyId, orgId } = ctx;
     const last = this.sql.db.query("SELECT seq, sha256 FROM receipts WHERE key_id = ? ORDER BY seq DESC LIMIT 1").get(keyId) as {
@@ -434,6 +527,7 @@ export class SqliteMoney implements MoneyLedger {
       paramsSha256: ctx.paramsSha256,
       resultSha256,
       issuedAt: ctx.now,
+      approval,
     });
     this.sql.db
       .query(

@@ -21,24 +21,31 @@ export class SqliteRecords implements RecordStore {
     return rows.map(receiptOf);
   }
 
-  async receipts(filter: { orgId: string | null; sinceMs: number | null }): Promise<ReceiptRecord[]> {
-    const rows = this.sql.db
-      .query(
-        `SELECT * FROM receipts WHERE (:org IS NULL OR org_id = :org) AND (:since IS NULL OR issued_at >= :since)
-         ORDER BY rowid`,
-      )
-      .all({ org: filter.orgId, since: filter.sinceMs }) as ReceiptRow[];
-    return rows.map(receiptOf);
+  async *receiptPages(filter: { orgId: string | null; sinceMs: number | null }, pageSize: number): AsyncGenerator<ReceiptRecord[]> {
+    // Receipts are append-only and rowids grow: pages by rowid, up to the last one stored now,
+    // are exactly the receipts of one moment, read without a transaction held open.
+    const last = (this.sql.db.query("SELECT max(rowid) AS last FROM receipts").get() as { last: number | null }).last ?? 0;
+    const where = conditions({ org_id: filter.orgId }, { issued_at: filter.sinceMs });
+    const page = this.sql.db.query(
+      `SELECT rowid AS cursor, * FROM receipts ${where.sql === "" ? "WHERE" : `${where.sql} AND`} rowid > $after AND rowid <= $last
+       ORDER BY rowid LIMIT $limit`,
+    );
+    for (let after = 0; ; ) {
+      const rows = page.all({ ...where.params, $after: after, $last: last, $limit: pageSize }) as (ReceiptRow & { cursor: number })[];
+      if (rows.length === 0) return;
+      after = rows[rows.length - 1]!.cursor;
+      yield rows.map(receiptOf);
+    }
   }
 
   async audit(filter: AuditFilter): Promise<AuditEntry[]> {
+    const where = conditions({ org_id: filter.orgId, key_id: filter.keyId }, { at: filter.sinceMs });
     const rows = this.sql.db
       .query(
         `SELECT at, org_id, key_id, tool, outcome, http_status, price_mc, upstream_cost_mc, margin_mc, receipt_id FROM audit
-         WHERE (:org IS NULL OR org_id = :org) AND (:key IS NULL OR key_id = :key) AND (:since IS NULL OR at >= :since)
-         ORDER BY id LIMIT :limit`,
+         ${where.sql} ORDER BY id LIMIT $limit`,
       )
-      .all({ org: filter.orgId, key: filter.keyId, since: filter.sinceMs, limit: filter.limit }) as AuditRow[];
+      .all({ ...where.params, $limit: filter.limit }) as AuditRow[];
     return rows.map(auditOf);
   }
 
@@ -81,4 +88,24 @@ export class SqliteRecords implements RecordStore {
   async setMetaOnce(name: string, value: string): Promise<boolean> {
     return this.sql.db.query("INSERT INTO meta (name, value) VALUES (?, ?) ON CONFLICT (name) DO NOTHING").run(name, value).changes === 1;
   }
+}
+
+/**
+ * A WHERE clause naming only the filters given: `(:x IS NULL OR col = :x)` would keep SQLite
+ * from the org and key indexes and read the whole table for the smallest org.
+ */
+function conditions(equal: Record<string, string | null>, atLeast: Record<string, number | null>): { sql: string; params: Record<string, string | number> } {
+  const parts: string[] = [];
+  const params: Record<string, string | number> = {};
+  for (const [column, value] of Object.entries(equal)) {
+    if (value === null) continue;
+    parts.push(`${column} = $${column}`);
+    params[`$${column}`] = value;
+  }
+  for (const [column, value] of Object.entries(atLeast)) {
+    if (value === null) continue;
+    parts.push(`${column} >= $${column}`);
+    params[`$${column}`] = value;
+  }
+  return { sql: parts.length === 0 ? "" : `WHERE ${parts.join(" AND ")}`, params };
 }

@@ -77,6 +77,7 @@ export type KeyRow = {
   fail_count: number;
   /** JSON array of percentages. */
   alert_thresholds: string;
+  approve_above_mc: number | null;
 };
 
 export type ReceiptRow = {
@@ -120,6 +121,13 @@ export type ReservationRow = {
   state: "open" | "settled";
   outcome: SettleOutcome | null;
   receipt_id: string | null;
+  approval_id: string | null;
+  ask_sha256: string | null;
+  approval_expires_at: number | null;
+  approval_stage: "awaiting" | "claimed" | null;
+  /** JSON of the signed decision envelope a claimed approval binds. */
+  approval: string | null;
+  claimed_at: number | null;
   /** The org period the reservation drew on; null when the org kept no budget then. */
   org_period: string | null;
 };
@@ -203,6 +211,7 @@ export function keyOf(r: KeyRow): DeskKey {
     failHour: r.fail_hour,
     failCount: r.fail_count,
     alertThresholds: parsedOnce<readonly number[]>(r.alert_thresholds),
+    approveAboveMc: r.approve_above_mc,
   };
 }
 
