@@ -460,8 +460,16 @@ export function ledgerContract(adapter: string, open: () => Promise<LedgerUnderT
       const { id } = await f.addKey();
       await f.settle(await f.reserved(id, 5), "charged");
       expect(await f.ledger.check.money()).toEqual([]);
-      const byKey = await f.ledger.check.receiptsByKey();
-      expect([...byKey.keys()]).toEqual([id]);
+      const other = await f.addKey();
+      await f.settle(await f.reserved(other.id, 1), "charged");
+      await f.settle(await f.reserved(id, 1), "charged");
+      await f.settle(await f.reserved(id, 1), "refunded_upstream_error");
+      const pages: [string, number][][] = [];
+      for await (const page of f.ledger.check.receiptsInChainOrder(2)) pages.push(page.map((r) => [r.keyId, r.seq]));
+      const [lo, hi] = [id, other.id].sort();
+      const chain = (k: string) => (k === id ? [1, 2, 3] : [1]).map((seq) => [k, seq] as [string, number]);
+      expect(pages.flat()).toEqual([...chain(lo!), ...chain(hi!)]);
+      expect(pages.map((p) => p.length)).toEqual([2, 2]);
     });
   });
 }

@@ -78,14 +78,15 @@ export class PostgresCheck implements LedgerCheck {
     return this.db.run(checkMoney);
   }
 
-  async receiptsByKey(): Promise<Map<string, ReceiptRecord[]>> {
-    const rows = (await this.db.run((sql) => sql.unsafe(`SELECT ${RECEIPT_COLUMNS} FROM receipts ORDER BY key_id, seq`))) as ReceiptRow[];
-    const out = new Map<string, ReceiptRecord[]>();
-    for (const row of rows) {
-      const list = out.get(row.key_id) ?? [];
-      list.push(receiptOf(row));
-      out.set(row.key_id, list);
+  async *receiptsInChainOrder(pageSize: number): AsyncGenerator<ReceiptRecord[]> {
+    // Keyset pages on the (key_id, seq) unique index: each page starts where the last ended.
+    let rows = (await this.db.run((sql) => sql.unsafe(`SELECT ${RECEIPT_COLUMNS} FROM receipts ORDER BY key_id, seq LIMIT $1`, [pageSize]))) as ReceiptRow[];
+    while (rows.length > 0) {
+      yield rows.map(receiptOf);
+      const last = rows[rows.length - 1]!;
+      rows = (await this.db.run((sql) =>
+        sql.unsafe(`SELECT ${RECEIPT_COLUMNS} FROM receipts WHERE (key_id, seq) > ($1, $2) ORDER BY key_id, seq LIMIT $3`, [last.key_id, last.seq, pageSize]),
+      )) as ReceiptRow[];
     }
-    return out;
   }
 }

@@ -53,22 +53,19 @@ export class PostgresRecords implements RecordStore {
   }
 
   private async receipts(filter: { orgId: string | null; sinceMs: number | null }): Promise<ReceiptRecord[]> {
-    const rows = (await this.db.run((sql) =>
-      sql.unsafe(`SELECT ${RECEIPT_COLUMNS} FROM receipts WHERE ($1::text IS NULL OR org_id = $1) AND ($2::bigint IS NULL OR issued_at >= $2) ORDER BY n`, [
-        filter.orgId,
-        bigOrNull(filter.sinceMs),
-      ]),
-    )) as ReceiptRow[];
+    const where = conditions({ org_id: filter.orgId }, { issued_at: bigOrNull(filter.sinceMs) });
+    const rows = (await this.db.run((sql) => sql.unsafe(`SELECT ${RECEIPT_COLUMNS} FROM receipts ${where.sql} ORDER BY n`, where.params))) as ReceiptRow[];
     return rows.map(receiptOf);
   }
 
   async audit(f: AuditFilter): Promise<AuditEntry[]> {
-    const rows = (await this.db.run(
-      (sql) => sql`
-        SELECT at, org_id, key_id, tool, outcome, http_status, price_mc, upstream_cost_mc, margin_mc, receipt_id FROM audit
-         WHERE (${f.orgId}::text IS NULL OR org_id = ${f.orgId}) AND (${f.keyId}::text IS NULL OR key_id = ${f.keyId})
-           AND (${bigOrNull(f.sinceMs)}::bigint IS NULL OR at >= ${bigOrNull(f.sinceMs)}::bigint)
-         ORDER BY id LIMIT ${f.limit}::integer`,
+    const where = conditions({ org_id: f.orgId, key_id: f.keyId }, { at: bigOrNull(f.sinceMs) });
+    const rows = (await this.db.run((sql) =>
+      sql.unsafe(
+        `SELECT at, org_id, key_id, tool, outcome, http_status, price_mc, upstream_cost_mc, margin_mc, receipt_id FROM audit
+         ${where.sql} ORDER BY id LIMIT $${where.params.length + 1}::integer`,
+        [...where.params, f.limit],
+      ),
     )) as AuditRow[];
     return rows.map(auditOf);
   }
@@ -115,4 +112,25 @@ export class PostgresRecords implements RecordStore {
     const rows = await this.db.run((sql) => sql`INSERT INTO meta (name, value) VALUES (${name}, ${value}) ON CONFLICT (name) DO NOTHING RETURNING name`);
     return rows.length === 1;
   }
+}
+
+/**
+ * A WHERE clause naming only the filters given. `($1 IS NULL OR col = $1)` in a prepared
+ * statement lets PostgreSQL settle on a generic plan that cannot use the org or key index, and
+ * read the whole table for the smallest org.
+ */
+function conditions(equal: Record<string, string | null>, atLeast: Record<string, bigint | null>): { sql: string; params: (string | bigint)[] } {
+  const parts: string[] = [];
+  const params: (string | bigint)[] = [];
+  for (const [column, value] of Object.entries(equal)) {
+    if (value === null) continue;
+    params.push(value);
+    parts.push(`${column} = $${params.length}`);
+  }
+  for (const [column, value] of Object.entries(atLeast)) {
+    if (value === null) continue;
+    params.push(value);
+    parts.push(`${column} >= $${params.length}::bigint`);
+  }
+  return { sql: parts.length === 0 ? "" : `WHERE ${parts.join(" AND ")}`, params };
 }

@@ -7,6 +7,8 @@ import type { ReceiptRecord } from "./records.ts";
 
 export type CheckReport = { ok: string[]; problems: string[] };
 
+const CHECK_PAGE = 1000;
+
 export async function checkLedger(ledger: Pick<DeskLedger, "check" | "records">): Promise<CheckReport> {
   const ok: string[] = [];
   const problems = await ledger.check.money();
@@ -16,12 +18,13 @@ export async function checkLedger(ledger: Pick<DeskLedger, "check" | "records">)
   const chain = new ChainVerifier();
   let count = 0;
   const before = problems.length;
-  for (const [keyId, rows] of await ledger.check.receiptsByKey()) {
-    for (const row of rows) {
+  // A page at a time: what the check holds is one page and each key's last link, whatever the ledger's size.
+  for await (const page of ledger.check.receiptsInChainOrder(CHECK_PAGE)) {
+    for (const row of page) {
       count++;
       const opened = openEnvelope(JSON.parse(row.envelope), keys);
       for (const c of opened.checks)
-        if (!c.ok) problems.push(`receipt ${printable(row.id)} (key ${printable(keyId)} seq ${row.seq}): ${c.name} ${c.detail ?? ""}`.trim());
+        if (!c.ok) problems.push(`receipt ${printable(row.id)} (key ${printable(row.keyId)} seq ${row.seq}): ${c.name} ${c.detail ?? ""}`.trim());
       const s = opened.signed;
       // Every column is read as if it were the receipt (org_id decides which keys may fetch it,
       // sha256 is what the next receipt chains to): each must be what was signed.

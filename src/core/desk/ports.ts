@@ -365,8 +365,8 @@ export interface CredentialStores {
 export interface LedgerCheck {
   /** For every key and period, spent = charges + open reservations, and the counts agree: what is wrong. */
   money(): Promise<string[]>;
-  /** Every receipt of every key in chain order. */
-  receiptsByKey(): Promise<Map<string, ReceiptRecord[]>>;
+  /** Every receipt, by key and in each key's chain order, a page (at most `pageSize`) at a time. */
+  receiptsInChainOrder(pageSize: number): AsyncIterable<ReceiptRecord[]>;
 }
 
 /** The desk ledger: one object per backend holding every store. */

@@ -82,13 +82,15 @@ export class SqliteCheck implements LedgerCheck {
     return problems;
   }
 
-  async receiptsByKey(): Promise<Map<string, ReceiptRecord[]>> {
-    const out = new Map<string, ReceiptRecord[]>();
-    for (const row of this.sql.db.query("SELECT * FROM receipts ORDER BY key_id, seq").all() as ReceiptRow[]) {
-      const list = out.get(row.key_id) ?? [];
-      list.push(receiptOf(row));
-      out.set(row.key_id, list);
+  async *receiptsInChainOrder(pageSize: number): AsyncGenerator<ReceiptRecord[]> {
+    // Keyset pages on the (key_id, seq) index: each page starts where the last ended.
+    const first = this.sql.db.query("SELECT * FROM receipts ORDER BY key_id, seq LIMIT $limit");
+    const next = this.sql.db.query("SELECT * FROM receipts WHERE (key_id, seq) > ($key, $seq) ORDER BY key_id, seq LIMIT $limit");
+    let rows = first.all({ $limit: pageSize }) as ReceiptRow[];
+    while (rows.length > 0) {
+      yield rows.map(receiptOf);
+      const last = rows[rows.length - 1]!;
+      rows = next.all({ $key: last.key_id, $seq: last.seq, $limit: pageSize }) as ReceiptRow[];
     }
-    return out;
   }
 }
