@@ -1,6 +1,6 @@
 // The money invariants of `desk check`, as PostgreSQL queries: what is wrong, as lines (empty
 // when the ledger is sound). The signature and chain checks over the receipts are the domain's
-// (they read receiptsByKey); this adds the one thing SQLite does not have, the chain head kept
+// (they read receiptsInChainOrder); this adds the one thing SQLite does not have, the chain head kept
 // on each key row. Organization budgets are checked as keys are: each org period's spend is its
 // charged and open reservations, its counted charges its charges, the org row its period's.
 import type { SQL } from "bun";
