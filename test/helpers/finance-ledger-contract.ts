@@ -89,7 +89,10 @@ const reservedId = (r: ReserveResult) => {
   return r.reservationId;
 };
 
-export function financeLedgerContract(adapter: string, open: () => Promise<LedgerUnderTest>): void {
+/** Runs one SQL statement on the adapter's own database (the same text on both): how the check tests damage a ledger. */
+export type RawSql = (ledger: DeskLedger, statement: string) => Promise<void>;
+
+export function financeLedgerContract(adapter: string, open: () => Promise<LedgerUnderTest>, raw: RawSql): void {
   const withFinance = (name: string, body: (f: Finance) => Promise<void>, timeoutMs = 30_000) =>
     test(
       name,
@@ -204,6 +207,32 @@ export function financeLedgerContract(adapter: string, open: () => Promise<Ledge
       await f.settle(reservedId(await f.reserve(key, 1000)), "charged");
       expect(await f.reserve(key, 1000, NOON - 86_400_000)).toMatchObject({ kind: "no_room", short: "org" });
       expect((await f.ledger.finance.budget(orgId))!.spentMc).toBe(1_000);
+    });
+  });
+
+  describe(`finance ledger contract (${adapter}): desk check`, () => {
+    test("an org's spend, its period's spend and its counted charges that disagree with its reservations are each reported", async () => {
+      const opened = await open();
+      try {
+        const f = await finance(opened.ledger);
+        const orgId = await f.org();
+        const key = await f.key(orgId, { budgetMc: 10_000 });
+        expect((await f.setBudget(orgId, 10_000, "none")).kind).toBe("set");
+        await f.settle(reservedId(await f.reserve(key, 1000)), "charged");
+        reservedId(await f.reserve(key, 500));
+        expect(await f.ledger.check.money()).toEqual([]);
+        await raw(f.ledger, `UPDATE org_budgets SET spent_mc = spent_mc + 1 WHERE org_id = '${orgId}'`);
+        expect(await f.ledger.check.money()).toEqual([`org ${orgId}: spent 1501 mc on its budget, 1500 mc in its period`]);
+        await raw(f.ledger, `UPDATE org_spend SET spent_mc = spent_mc + 1, charged_mc = charged_mc + 2 WHERE org_id = '${orgId}'`);
+        expect(await f.ledger.check.money()).toEqual([
+          `org ${orgId} period none: 1002 mc counted as charged, but charges 1000`,
+          `org ${orgId} period none: spent 1501 mc, but charges and open reservations 1500`,
+        ]);
+        await raw(f.ledger, `UPDATE spend SET charged_mc = charged_mc + 3 WHERE key_id = '${key}'`);
+        expect(await f.ledger.check.money()).toContain(`key ${key} period none: 1003 mc counted as charged, but charges 1000`);
+      } finally {
+        await opened.close();
+      }
     });
   });
 

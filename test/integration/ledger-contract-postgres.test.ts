@@ -23,7 +23,9 @@ async function open() {
 }
 
 ledgerContract("PostgreSQL", open);
-financeLedgerContract("PostgreSQL", open);
+financeLedgerContract("PostgreSQL", open, async (ledger, statement) => {
+  await (ledger as PostgresDeskLedger).testOnlySql().unsafe(statement);
+});
 describeUpstreamLedgerContract("PostgreSQL", open);
 describeApprovalLedgerContract("PostgreSQL", open);
 

@@ -20,7 +20,9 @@ async function open() {
 }
 
 ledgerContract("SQLite", open);
-financeLedgerContract("SQLite", open);
+financeLedgerContract("SQLite", open, async (ledger, statement) => {
+  (ledger as SqliteDeskLedger).testOnlyDatabase().run(statement);
+});
 
 describeAlertOutboxContract("the SQLite desk ledger", () => {
   const ledger = new SqliteDeskLedger(":memory:");
