@@ -75,7 +75,10 @@ function buildProgram(): Command {
     await runDeskCheck({ data, database: target, streams: processStreams });
   });
   withUsage(withFlags(program.command("verify-receipt").argument("[response]"), VERIFY_RECEIPT_FLAGS), usage.VERIFY_RECEIPT_USAGE).action(
-    async (response: string | undefined, opts: { keys?: string; args?: string; jsonl?: string; approverKeys?: string }) => {
+    async (
+      response: string | undefined,
+      opts: { keys?: string; args?: string; jsonl?: string; approverKeys?: string; receipts?: string; records?: string },
+    ) => {
       const { runVerifyReceipt } = await import("./commands/verify-receipt.ts");
       await runVerifyReceipt({ response, ...opts, streams: processStreams });
     },

@@ -65,7 +65,7 @@ function fields(over: Partial<ReceiptFields> = {}): ReceiptFields {
   };
 }
 
-const refusal = (outcome: "refused_budget" | "refused_not_allowed", status: number): Partial<ReceiptFields> => ({
+const refusal = (outcome: "refused_budget" | "refused_org_budget" | "refused_not_allowed", status: number): Partial<ReceiptFields> => ({
   outcome,
   http_status: status,
   amount_mc: 0,
@@ -128,6 +128,11 @@ const cases: Record<string, Case> = {
     description: "a 402 refusal: no result returned, none bound",
     args: ARGS,
     body: pretty({ error: "BUDGET_EXHAUSTED", receipt: current.sign(fields({ id: "rcpt_0003", ...refusal("refused_budget", 402) })) }),
+  },
+  "rest-refused-org-budget": {
+    description: "a 402 refusal for want of the organization's budget (the key had room): no result returned, none bound",
+    args: ARGS,
+    body: pretty({ error: "BUDGET_EXHAUSTED", receipt: current.sign(fields({ id: "rcpt_0008", ...refusal("refused_org_budget", 402) })) }),
   },
   "rest-refused-not-allowed": {
     description: "a 403 refusal: no result returned, none bound",

@@ -143,6 +143,27 @@ export const DESK_FLAGS = [
     help: "a link-local or unspecified address (169.254.0.0/16, fe80::/10, 0.0.0.0, ::) an upstream URL may name, refused otherwise; repeatable (the variable takes a comma-separated list; the flag wins)",
   },
   {
+    name: "--alert-webhook",
+    value: "URL",
+    help: "where budget alerts are delivered (Standard Webhooks, signed v1 and v1a), at least once, with retries; needs --alert-webhook-secret-file",
+  },
+  {
+    name: "--alert-webhook-secret-file",
+    value: "PATH",
+    help: "the receiver's Standard Webhooks secret (whsec_ + base64 of 24-64 bytes), a private file: the v1 signature's key",
+  },
+  {
+    name: "--stripe-webhook-secret-file",
+    value: "PATH",
+    help: "the Stripe endpoint's signing secret (whsec_…), a private file: turns on POST /v1/topups/stripe (needs --topup-rate)",
+  },
+  {
+    name: "--topup-rate",
+    value: "RATE",
+    repeatable: true,
+    help: "RATE is CUR=N: what one minor unit of the ISO 4217 currency CUR buys, in millicents (EUR=1000: 1 cent buys 1,000 mc); repeatable, one per currency",
+  },
+  {
     name: "--approver",
     value: "URL",
     env: "ASK_ONLY_DESK_APPROVER_URL",
@@ -177,6 +198,12 @@ export const VERIFY_RECEIPT_FLAGS = [
     help: "an export of receipt envelopes or of decision records, one per line: checks every signature and readable copy, and the chains (seq and prev_sha256)",
   },
   { name: "--approver-keys", value: "PATH", help: "the approver's JWKS (approver --print-decision-keys), for receipts that carry the person's decision" },
+  {
+    name: "--receipts",
+    value: "PATH",
+    help: "with a statement: the org's receipts export (GET /admin/receipts?org_id=), from which every figure is recomputed",
+  },
+  { name: "--records", value: "PATH", help: "with a statement: budget records you hold (a top-up's answer), one per line; each must be in the statement" },
 ] as const satisfies readonly Flag[];
 
 /** `--max-pending` → `maxPending`, the key commander gives the flag's value. */

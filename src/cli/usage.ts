@@ -159,13 +159,15 @@ Examples:
 export const VERIFY_RECEIPT_USAGE = `Usage: ask-only verify-receipt RESPONSE.json --keys JWKS.json [--args ARGS.json] [--approver-keys JWKS.json]
        ask-only verify-receipt DECISION.json --keys APPROVER-JWKS.json
        ask-only verify-receipt --jsonl EXPORT.jsonl --keys JWKS.json [--approver-keys JWKS.json]
+       ask-only verify-receipt STATEMENT.json --keys JWKS.json --receipts EXPORT.jsonl [--records RECORDS.jsonl]
 
 Checks a desk receipt offline: the signature under its kid, the readable copy against the
 signed payload, the returned result against result_sha256, and the arguments (when given)
 against params_sha256. RESPONSE.json is a desk REST response body, a saved MCP tools/call
 result (receipt under _meta["io.ask-only/receipt"]) or a bare envelope. A receipt of a call a
 person approved carries the approver's signed decision: --approver-keys checks it, and that it
-approves this very call. An approver's decision record (GET /v1/asks/ID/decision, approver
+approves this very call. An organization's statement (GET /admin/statements) is checked with
+--receipts: its signature, its budget records, and every figure recomputed from the export. An approver's decision record (GET /v1/asks/ID/decision, approver
 --export-decisions) is checked with the approver's key set as --keys. Each check prints as
 "ok", "skip" or "FAILED" with the field that differs. Exit 0 only when every check that
 applies passes, 1 otherwise, 2 for bad usage.
@@ -177,5 +179,6 @@ Examples:
   ask-only verify-receipt response.json --keys receipt-signing-key.json --args args.json
   ask-only verify-receipt response.json --keys desk-keys.json --approver-keys approver-keys.json
   ask-only verify-receipt --jsonl receipts.jsonl --keys receipt-signing-key.json
+  ask-only verify-receipt statement.json --keys receipt-signing-key.json --receipts receipts.jsonl
   ask-only verify-receipt --jsonl decisions.jsonl --keys approver-keys.json
 `;

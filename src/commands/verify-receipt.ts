@@ -18,6 +18,7 @@ import {
 } from "../core/receipt/index.ts";
 import { isDecisionEnvelope } from "../core/receipt/shapes.ts";
 import { approvalChecks } from "../core/decision/verify.ts";
+import { verifyStatement } from "../core/finance/statement-verify.ts";
 
 export type VerifyReceiptOptions = {
   response?: string;
@@ -25,6 +26,10 @@ export type VerifyReceiptOptions = {
   args?: string;
   jsonl?: string;
   approverKeys?: string;
+  /** With a statement: the receipts export its figures are recomputed from. */
+  receipts?: string;
+  /** With a statement: budget records the reader holds. */
+  records?: string;
   streams: Streams;
 };
 
@@ -42,11 +47,15 @@ export async function runVerifyReceipt(options: VerifyReceiptOptions): Promise<v
   if (options.jsonl !== undefined && options.args !== undefined) {
     throw usageError("--args applies to RESPONSE.json, not to --jsonl");
   }
+  if (options.receipts !== undefined || options.records !== undefined) return verifyStatementFile(options);
   const keys = loadKeys(options.keys, "--keys");
   const approverKeys = options.approverKeys === undefined ? undefined : loadKeys(options.approverKeys, "--approver-keys");
   if (options.jsonl !== undefined) return verifyJsonl(options.jsonl, keys, approverKeys, options.streams);
 
   const body = readJson(options.response!, SHAPES_READ);
+  if (isStatementEnvelope(body)) {
+    throw usageError(`${shownPath(options.response!)} is a statement`, "check it with --receipts EXPORT.jsonl (GET /admin/receipts?org_id=)");
+  }
   if (isDecisionEnvelope(body)) {
     // A decision record is checked with the approver's key set, given as --keys.
     for (const [given, flag] of [
@@ -71,6 +80,46 @@ export async function runVerifyReceipt(options: VerifyReceiptOptions): Promise<v
   if (checks[0]?.name === "shape") throw failure(`${shownPath(options.response!)} is not a response verify-receipt reads`, `it should hold ${SHAPES_READ}`);
   const failed = checks.filter((c) => !c.ok).length;
   if (failed > 0) throw failure(`the receipt did not verify (${failed} ${failed === 1 ? "check" : "checks"} failed)`);
+}
+
+const isStatementEnvelope = (v: unknown) => typeof v === "object" && v !== null && Object.hasOwn(v, "statement") && Object.hasOwn(v, "payload");
+
+/**
+ * Statement mode: the signature, the embedded budget records, every receipt of the export, each
+ * key's chain, and every figure recomputed from the export, each problem on its own line.
+ */
+function verifyStatementFile(options: VerifyReceiptOptions): void {
+  if (options.receipts === undefined) throw usageError("--records goes with a statement and --receipts EXPORT.jsonl");
+  if (options.response === undefined) throw usageError("give the statement: STATEMENT.json --receipts EXPORT.jsonl");
+  for (const [given, flag] of [
+    [options.jsonl, "--jsonl"],
+    [options.args, "--args"],
+    [options.approverKeys, "--approver-keys"],
+  ] as const) {
+    if (given !== undefined) throw usageError(`${flag} does not go with a statement`);
+  }
+  const keys = loadKeys(options.keys!, "--keys");
+  const statement = readJson(options.response, "a statement (GET /admin/statements)");
+  const jsonLines = (path: string) =>
+    [...linesOf(path)]
+      .filter((l) => l.trim() !== "")
+      .map((l) => {
+        try {
+          return JSON.parse(l) as unknown;
+        } catch {
+          // Kept as text: the receipts check names the line as unreadable.
+          return l;
+        }
+      });
+  const verdict = verifyStatement(statement, keys, jsonLines(options.receipts), options.records === undefined ? [] : jsonLines(options.records));
+  for (const check of verdict.checks) {
+    options.streams.out(check.ok ? `ok   ${check.name} (${printable(check.detail)})\n` : `FAILED ${check.name}: ${printable(check.detail)}\n`);
+    for (const problem of check.problems) options.streams.out(`       ${printable(problem)}\n`);
+  }
+  if (!verdict.ok) {
+    const failed = verdict.checks.filter((c) => !c.ok).length;
+    throw failure(`the statement did not verify (${failed} ${failed === 1 ? "check" : "checks"} failed)`);
+  }
 }
 
 function readText(path: string): string {

@@ -316,6 +316,31 @@ describe("operator console (chromium, compiled desk)", () => {
     expect(await refused.json()).toEqual({ error: "KEY_INVALID" });
   });
 
+  test("finance: set the org budget, top up, see the bar and the records, download a signed statement", async () => {
+    await go("#finance", "finance");
+    const setForm = page.locator("section:has(h2:text('Set the budget'))");
+    await setForm.locator('input[name="budget_mc"]').fill("100000");
+    await setForm.locator('select[name="reset"]').selectOption("monthly");
+    await setForm.getByRole("button", { name: "Save budget" }).click();
+    await statusMatching(/Saved the budget/);
+    const topup = page.locator("section:has(h2:text('Top up'))");
+    await topup.locator('input[name="amount_mc"]').fill("5000");
+    await topup.locator('input[name="reference"]').fill("invoice-1");
+    await topup.getByRole("button", { name: "Top up" }).click();
+    await statusMatching(/Topped up/);
+    // The first budget counted the two calls already charged.
+    expect(await page.locator("[data-org-budget]").textContent()).toContain("5,000 mc of 105,000 mc");
+    expect(await page.locator("section:has(h2:text('Budget records (2)')) tbody tr").count()).toBe(2);
+    await shot("finance");
+    const [download] = await Promise.all([
+      page.waitForEvent("download", { timeout: STEP_MS }),
+      page.getByRole("button", { name: "Download statement" }).click(),
+    ]);
+    const statement = JSON.parse(readFileSync((await download.path())!, "utf8"));
+    expect(statement.statement).toMatchObject({ type: "statement", closed: false, charges: { calls: 2, amount_mc: 5000 } });
+    await statusMatching(/Statement for .* downloaded \(the period is still open\)/);
+  });
+
   test("turn the sandbox on and off", async () => {
     await go("#sandbox", "sandbox");
     await page.locator('label.check:has(input[value="fx__echo"]) input').check();

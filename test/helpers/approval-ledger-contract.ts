@@ -21,7 +21,13 @@ function recordingMaker(): { make: ReceiptMaker; facts: ReceiptFacts[] } {
     facts,
     make: (f) => {
       facts.push(f);
-      return { id: f.receiptId, kid: "desk-kid", sha256: f.receiptId.padEnd(64, "0").slice(0, 64), envelope: JSON.stringify({ id: f.receiptId }) };
+      return {
+        id: f.receiptId,
+        kid: "desk-kid",
+        sha256: f.receiptId.padEnd(64, "0").slice(0, 64),
+        envelope: JSON.stringify({ id: f.receiptId }),
+        issuedAt: f.issuedAt,
+      };
     },
   };
 }

@@ -40,6 +40,8 @@ export type DeskProcess = {
   proc: ReturnType<typeof Bun.spawn>;
   stdout: () => string;
   stderr: () => string;
+  /** Resolves when the desk's log (stderr) matches `re`. */
+  untilLog(re: RegExp): Promise<RegExpExecArray>;
   admin(method: string, path: string, body?: unknown): Promise<Response>;
   /** SIGTERM and the exit code. */
   stop(): Promise<number>;
@@ -78,6 +80,7 @@ export async function startDeskProcess(data: string, extraArgs: string[] = [], o
     proc,
     stdout: out.text,
     stderr: err.text,
+    untilLog: err.until,
     admin: (method, path, body) =>
       fetch(`${url}${path}`, {
         method,

@@ -23,6 +23,7 @@ const HTTP: Record<Outcome, number> = {
   charged: 200,
   refused_not_allowed: 403,
   refused_budget: 402,
+  refused_org_budget: 402,
   refunded_upstream_error: 502,
   refunded_timeout: 504,
   refunded_args_refused: 400,

@@ -110,7 +110,14 @@ describe("the desk's outcomes answer with the table's statuses", () => {
 
   test("a charge is 200 and every recorded refusal a client error", () => {
     expect(statusOf("charged")).toBe(200);
-    for (const o of ["refused_not_allowed", "refused_budget", "refused_rate_limited", "refused_tool_unknown", "refused_args_invalid"] as const) {
+    for (const o of [
+      "refused_not_allowed",
+      "refused_budget",
+      "refused_org_budget",
+      "refused_rate_limited",
+      "refused_tool_unknown",
+      "refused_args_invalid",
+    ] as const) {
       expect(`${o}: ${statusOf(o) >= 400 && statusOf(o) < 500}`).toBe(`${o}: true`);
     }
   });

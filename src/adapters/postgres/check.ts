@@ -1,7 +1,8 @@
 // The money invariants of `desk check`, as PostgreSQL queries: what is wrong, as lines (empty
 // when the ledger is sound). The signature and chain checks over the receipts are the domain's
-// (they read receiptsByKey); this adds the one thing SQLite does not have, the chain head kept
-// on each key row.
+// (they read receiptsInChainOrder); this adds the one thing SQLite does not have, the chain head kept
+// on each key row. Organization budgets are checked as keys are: each org period's spend is its
+// charged and open reservations, its counted charges its charges, the org row its period's.
 import type { SQL } from "bun";
 import type { LedgerCheck } from "../../core/desk/ports.ts";
 import type { ReceiptRecord } from "../../core/desk/records.ts";
@@ -13,12 +14,15 @@ import { RECEIPT_COLUMNS, type ReceiptRow, receiptOf } from "./rows.ts";
 export async function checkMoney(sql: SQL): Promise<string[]> {
   const problems: string[] = [];
   const periods = await sql`
-    SELECT s.key_id, s.period, s.spent_mc,
+    SELECT s.key_id, s.period, s.spent_mc, s.charged_mc AS counted_charges,
            coalesce((SELECT sum(amount_mc) FROM receipts r WHERE r.key_id = s.key_id AND r.period = s.period AND r.outcome = 'charged'), 0) AS charged,
            coalesce((SELECT sum(price_mc) FROM reservations v WHERE v.key_id = s.key_id AND v.period = s.period AND v.state = 'open'), 0) AS open
       FROM spend s ORDER BY s.key_id, s.period`;
   for (const r of periods) {
     const [spent, charged, open] = [toSafe(r.spent_mc), toSafe(r.charged), toSafe(r.open)];
+    if (toSafe(r.counted_charges) !== charged) {
+      problems.push(`key ${printable(r.key_id)} period ${printable(r.period)}: ${r.counted_charges} mc counted as charged, but charges ${charged}`);
+    }
     if (spent !== charged + open) {
       problems.push(`key ${printable(r.key_id)} period ${printable(r.period)}: spent ${spent} mc, but charges ${charged} + open reservations ${open}`);
     }
@@ -35,11 +39,32 @@ export async function checkMoney(sql: SQL): Promise<string[]> {
       problems.push(`key ${printable(k.id)}: chain head seq ${k.receipt_seq} does not match its last receipt (seq ${k.last_seq ?? 0})`);
     }
   }
+  const orgPeriods = await sql`
+    SELECT s.org_id, s.period, s.spent_mc, s.charged_mc AS counted_charges,
+           coalesce((SELECT sum(price_mc) FROM reservations v WHERE v.org_id = s.org_id AND v.org_period = s.period AND v.outcome = 'charged'), 0) AS charged,
+           coalesce((SELECT sum(price_mc) FROM reservations v WHERE v.org_id = s.org_id AND v.org_period = s.period
+             AND (v.state = 'open' OR v.outcome = 'charged')), 0) AS counted
+      FROM org_spend s ORDER BY s.org_id, s.period`;
+  for (const r of orgPeriods) {
+    const [spent, charged, counted] = [toSafe(r.spent_mc), toSafe(r.charged), toSafe(r.counted)];
+    if (toSafe(r.counted_charges) !== charged) {
+      problems.push(`org ${printable(r.org_id)} period ${printable(r.period)}: ${r.counted_charges} mc counted as charged, but charges ${charged}`);
+    }
+    if (spent !== counted)
+      problems.push(`org ${printable(r.org_id)} period ${printable(r.period)}: spent ${spent} mc, but charges and open reservations ${counted}`);
+  }
+  const orgs = await sql`
+    SELECT o.org_id, o.spent_mc, coalesce(s.spent_mc, 0) AS period_spent
+      FROM org_budgets o LEFT JOIN org_spend s ON s.org_id = o.org_id AND s.period = o.period ORDER BY o.org_id`;
+  for (const o of orgs) {
+    if (toSafe(o.spent_mc) !== toSafe(o.period_spent))
+      problems.push(`org ${printable(o.org_id)}: spent ${o.spent_mc} mc on its budget, ${o.period_spent} mc in its period`);
+  }
   const [orphans] = await sql`SELECT count(*) AS n FROM receipts r WHERE r.outcome = 'charged' AND NOT EXISTS (SELECT 1 FROM keys k WHERE k.id = r.key_id)`;
   if (toSafe(orphans.n) > 0) problems.push(`${orphans.n} charged receipts belong to no key`);
   const [counts] = await sql`
     SELECT (SELECT count(*) FROM reservations WHERE state = 'settled') AS settled,
-           (SELECT count(*) FROM receipts WHERE outcome NOT IN ('refused_not_allowed', 'refused_budget')) AS receipts`;
+           (SELECT count(*) FROM receipts WHERE outcome NOT IN ('refused_not_allowed', 'refused_budget', 'refused_org_budget')) AS receipts`;
   if (toSafe(counts.settled) !== toSafe(counts.receipts))
     problems.push(`${counts.settled} settled reservations but ${counts.receipts} receipts of settled calls`);
   return problems;

@@ -7,13 +7,14 @@ import { periodOf } from "../../core/desk/period.ts";
 import { type KeyStore, LedgerConflict, LedgerUnavailable, type OrgStore } from "../../core/desk/ports.ts";
 import type { DeskKey, KeyPatch, NewKey, Org } from "../../core/desk/records.ts";
 import { constantTimeEqual } from "../../core/desk/secrets.ts";
+import { DEFAULT_THRESHOLDS } from "../../core/finance/alerts.ts";
 import type { Db } from "./db.ts";
 import { classifyFailure, violatedConstraint } from "./errors.ts";
 import type { NodeSession } from "./node.ts";
-import { type KeyRow, keyOf, type OrgRow, orgOf } from "./rows.ts";
+import { type KeyRow, keyOf, type OrgRow, orgOf, percentagesOf } from "./rows.ts";
 
 const KEY_COLUMNS =
-  "id, org_id, name, lookup, secret_sha256, budget_mc, spent_mc, reset, period, allow, prices, expires_at, revoked_at, created_at, fail_hour, fail_count, approve_above_mc";
+  "id, org_id, name, lookup, secret_sha256, budget_mc, spent_mc, reset, period, allow, prices, expires_at, revoked_at, created_at, fail_hour, fail_count, alert_thresholds, approve_above_mc";
 
 /** Inserts an org (also inside the sandbox's grant transaction). */
 export function insertOrg(sql: SQL, org: Org) {
@@ -23,9 +24,11 @@ export function insertOrg(sql: SQL, org: Org) {
 /** Inserts a key (also inside the sandbox's grant transaction). */
 export function insertKey(sql: SQL, k: NewKey) {
   return sql`
-    INSERT INTO keys (id, org_id, name, lookup, secret_sha256, budget_mc, spent_mc, reset, period, allow, prices, expires_at, created_at, approve_above_mc)
+    INSERT INTO keys (id, org_id, name, lookup, secret_sha256, budget_mc, spent_mc, reset, period, allow, prices, expires_at, created_at, alert_thresholds,
+                      approve_above_mc)
     VALUES (${k.id}, ${k.orgId}, ${k.name}, ${k.lookup}, ${Buffer.from(k.secretSha256)}, ${BigInt(k.budgetMc)}::bigint, 0, ${k.reset}, ${k.period},
             ${[...k.allow]}::text[], ${{ ...k.prices }}::jsonb, ${k.expiresAt === null ? null : BigInt(k.expiresAt)}::bigint, ${BigInt(k.now)}::bigint,
+            ${[...(k.alertThresholds ?? DEFAULT_THRESHOLDS)]}::integer[],
             ${k.approveAboveMc === undefined || k.approveAboveMc === null ? null : BigInt(k.approveAboveMc)}::bigint)`;
 }
 
@@ -102,12 +105,13 @@ export class PostgresKeys implements KeyStore {
                  allow = ${patch.allow === undefined ? key.allow : [...patch.allow]}::text[],
                  prices = ${patch.prices === undefined ? key.prices : { ...patch.prices }}::jsonb,
                  expires_at = ${expires}::bigint,
+                 alert_thresholds = ${[...(patch.alertThresholds ?? percentagesOf(key.alert_thresholds))]}::integer[],
                  approve_above_mc = ${approveAbove}::bigint,
                  spent_mc = CASE WHEN ${period} >= period THEN (CASE WHEN period = ${period} THEN spent_mc ELSE 0 END) ELSE spent_mc END,
                  period = CASE WHEN ${period} >= period THEN ${period} ELSE period END
            WHERE id = ${id}
           RETURNING id, org_id, name, lookup, secret_sha256, budget_mc, spent_mc, reset, period, allow, prices, expires_at, revoked_at,
-                    created_at, fail_hour, fail_count, approve_above_mc`) as KeyRow[];
+                    created_at, fail_hour, fail_count, alert_thresholds, approve_above_mc`) as KeyRow[];
         return keyOf(row!);
       });
     } catch (err) {

@@ -5,11 +5,13 @@
 // nothing on any node's behalf.
 import type { SQL } from "bun";
 import type { DeskLedger, Log } from "../../core/desk/ports.ts";
+import { PostgresAlerts } from "./alerts.ts";
 import { PostgresCatalog } from "./catalog.ts";
 import { PostgresCheck } from "./check.ts";
 import { PostgresCredentials } from "./credentials.ts";
 import { type DatabaseTarget, openPool, type PoolOptions } from "./connection.ts";
 import { Db, DEFAULT_DEADLINE_MS } from "./db.ts";
+import { PostgresFinance } from "./finance.ts";
 import { PostgresKeys, PostgresOrgs } from "./keys.ts";
 import { migrate, type MigrationResult, SchemaTooNew, schemaVersion } from "./migrate.ts";
 import { POSTGRES_MIGRATIONS } from "./schema.ts";
@@ -54,6 +56,8 @@ export class PostgresDeskLedger implements DeskLedger {
   readonly catalog: PostgresCatalog;
   readonly records: PostgresRecords;
   readonly sandbox: PostgresSandbox;
+  readonly finance: PostgresFinance;
+  readonly alerts: PostgresAlerts;
   readonly credentials: PostgresCredentials;
   readonly check: PostgresCheck;
   readonly #sql: SQL;
@@ -77,6 +81,8 @@ export class PostgresDeskLedger implements DeskLedger {
     this.catalog = new PostgresCatalog(this.#db);
     this.records = new PostgresRecords(this.#db, node);
     this.sandbox = new PostgresSandbox(this.#db);
+    this.finance = new PostgresFinance(this.#db);
+    this.alerts = new PostgresAlerts(this.#db, node);
     this.credentials = new PostgresCredentials(this.#db);
     this.check = new PostgresCheck(this.#db);
   }

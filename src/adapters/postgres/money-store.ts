@@ -112,7 +112,7 @@ export class PostgresMoney implements MoneyLedger {
   async release(reservationId: number, ctx: CallContext, outcome: PlainOutcome): Promise<{ released: boolean; remainingMc: number }> {
     const r = await this.db.run((sql) => release(sql, reservationId, inputOf(ctx), outcome, statusOf(outcome)));
     if (r !== null) return { released: true, remainingMc: r.remainingMc };
-    return { released: false, remainingMc: await this.db.run((sql) => remainingOf(sql, ctx.key.id, ctx.period)) };
+    return { released: false, remainingMc: await this.db.run((sql) => remainingOf(sql, ctx.key.id, ctx.period, ctx.now)) };
   }
 
   awaitApproval(reservationId: number, asked: ApprovalAsked): Promise<boolean> {

@@ -10,14 +10,23 @@
 // one key can never together pass its budget, and two settlements of one reservation find it
 // open once. A receipt takes its place in the key's chain from the key row (receipt_seq,
 // receipt_head_sha256) under that same lock, so chains stay unbroken across nodes.
+//
+// An organization's budget is checked in the same reservation statement: it locks the org's
+// budget row first (FOR UPDATE, which under READ COMMITTED returns the row as the last committed
+// writer left it), the key's UPDATE matches only when the org has room too, and the org's spend
+// is written from the key's result, so no interleaving of calls across an org's keys, on any
+// number of nodes, passes the org's budget; its row's CHECK refuses it whatever else writes.
+// Every transaction that touches both takes the org row before the key row, so none deadlock.
 import type { SQL } from "bun";
 import { periodOf, type Reset } from "../../core/desk/period.ts";
 import { newId } from "../../core/desk/secrets.ts";
 import { countsAsFailure, type PlainOutcome, type ReceiptOutcome, type SettleOutcome } from "../../core/desk/outcomes.ts";
 import type { ReceiptMaker, StoredReceipt } from "../../core/desk/ports.ts";
 import type { ApprovalAsked } from "../../core/desk/records.ts";
+import type { ScopeOutcome } from "../../core/finance/alerts.ts";
 import type { ApprovalEnvelope } from "../../core/receipt/index.ts";
-import type { ReceiptRow } from "./rows.ts";
+import { lesser, orgPeriodsAt, orgRoom, orgScopeAt, writeAlerts } from "./org-money.ts";
+import { percentagesOf, type ReceiptRow } from "./rows.ts";
 
 /** The node taking the call, as its lease row knows it. */
 export type NodeLease = { id: string; epoch: number };
@@ -38,14 +47,14 @@ export type CallInput = {
 
 export type ReserveResult =
   | { kind: "reserved"; reservationId: number; remainingMc: number }
-  | { kind: "no_room"; receipt: StoredReceipt; remainingMc: number }
+  | { kind: "no_room"; receipt: StoredReceipt; remainingMc: number; short: "key" | "org"; alerts: number }
   | { kind: "rate_limited"; remainingMc: number }
   | { kind: "key_gone" }
   /** This node's lease has run out (or another process holds its id now): it must not take calls. */
   | { kind: "lease_lost" };
 
 export type SettleResult =
-  | { kind: "settled"; receipt: StoredReceipt; remainingMc: number }
+  | { kind: "settled"; receipt: StoredReceipt; remainingMc: number; alerts: number }
   | { kind: "already_settled"; receipt: ReceiptRow | null; outcome: SettleOutcome | null; remainingMc: number };
 
 export class ReservationMissing extends Error {
@@ -72,6 +81,7 @@ type KeyState = {
   expires_at: bigint | null;
   fail_hour: string;
   fail_count: number;
+  alert_thresholds: ArrayLike<number>;
 };
 
 /** What `key` has spent in `period`: its row holds its latest period's spend only. */
@@ -86,8 +96,14 @@ function spentIn(key: { period: string; spent_mc: bigint }, period: string): num
  * row and records the open reservation with its node.
  */
 function reservationStatement(sql: SQL, c: CallInput, node: NodeLease, failuresPerHour: number) {
+  const { daily, monthly } = orgPeriodsAt(c.now);
   return sql`
-    WITH k AS (
+    WITH o AS (
+      SELECT org_id, budget_mc, period, spent_mc,
+             (CASE reset WHEN 'daily' THEN ${daily} WHEN 'monthly' THEN ${monthly} ELSE 'none' END) COLLATE "C" AS at_period
+        FROM org_budgets WHERE org_id = (SELECT org_id FROM keys WHERE id = ${c.keyId})
+        FOR UPDATE
+    ), k AS (
       UPDATE keys SET
         spent_mc = (CASE WHEN period = ${c.period} THEN spent_mc ELSE 0 END) + ${big(c.priceMc)}::bigint,
         period = ${c.period},
@@ -98,16 +114,27 @@ function reservationStatement(sql: SQL, c: CallInput, node: NodeLease, failuresP
         AND (CASE WHEN period = ${c.period} THEN spent_mc ELSE 0 END) + ${big(c.priceMc)}::bigint <= budget_mc
         AND (CASE WHEN fail_hour = ${c.hour} THEN fail_count ELSE 0 END) < ${failuresPerHour}::integer
         AND EXISTS (SELECT 1 FROM nodes WHERE nodes.id = ${node.id} AND nodes.epoch = ${big(node.epoch)}::bigint AND nodes.expires_at > clock_timestamp())
+        AND NOT EXISTS (SELECT 1 FROM o WHERE o.at_period < o.period
+          OR (o.budget_mc IS NOT NULL AND (CASE WHEN o.period = o.at_period THEN o.spent_mc ELSE 0 END) + ${big(c.priceMc)}::bigint > o.budget_mc))
       RETURNING id, org_id, budget_mc - spent_mc AS remaining_mc
     ), s AS (
       INSERT INTO spend (key_id, period, spent_mc) SELECT id, ${c.period}, ${big(c.priceMc)}::bigint FROM k
       ON CONFLICT (key_id, period) DO UPDATE SET spent_mc = spend.spent_mc + excluded.spent_mc
+    ), ob AS (
+      UPDATE org_budgets SET
+        spent_mc = (CASE WHEN org_budgets.period = o.at_period THEN org_budgets.spent_mc ELSE 0 END) + ${big(c.priceMc)}::bigint,
+        period = o.at_period
+        FROM o, k WHERE org_budgets.org_id = o.org_id
+      RETURNING org_budgets.budget_mc - org_budgets.spent_mc AS remaining_mc
+    ), os AS (
+      INSERT INTO org_spend (org_id, period, spent_mc) SELECT o.org_id, o.at_period, ${big(c.priceMc)}::bigint FROM o, k
+      ON CONFLICT (org_id, period) DO UPDATE SET spent_mc = org_spend.spent_mc + excluded.spent_mc
     )
-    INSERT INTO reservations (key_id, org_id, node_id, tool, period, hour, price_mc, upstream_cost_mc, params_sha256, created_at, state)
+    INSERT INTO reservations (key_id, org_id, node_id, tool, period, hour, price_mc, upstream_cost_mc, params_sha256, created_at, state, org_period)
     SELECT id, org_id, ${node.id}, ${c.tool}, ${c.period}, ${c.hour}, ${big(c.priceMc)}::bigint, ${big(c.upstreamCostMc)}::bigint,
-           ${c.paramsSha256}, ${big(c.now)}::bigint, 'open'
+           ${c.paramsSha256}, ${big(c.now)}::bigint, 'open', (SELECT at_period FROM o)
       FROM k
-    RETURNING id, (SELECT remaining_mc FROM k) AS remaining_mc`;
+    RETURNING id, (SELECT remaining_mc FROM k) AS remaining_mc, (SELECT remaining_mc FROM ob) AS org_remaining_mc`;
 }
 
 async function leaseAlive(sql: SQL, node: NodeLease): Promise<boolean> {
@@ -116,7 +143,33 @@ async function leaseAlive(sql: SQL, node: NodeLease): Promise<boolean> {
   return row.alive as boolean;
 }
 
-type ChainHead = { org_id: string; budget_mc: bigint; spent_mc: bigint; period: string; reset: Reset; receipt_seq: bigint; receipt_head_sha256: string | null };
+type ChainHead = {
+  org_id: string;
+  budget_mc: bigint;
+  spent_mc: bigint;
+  period: string;
+  reset: Reset;
+  receipt_seq: bigint;
+  receipt_head_sha256: string | null;
+  alert_thresholds: ArrayLike<number>;
+};
+
+/** A reservation statement's hit: the lesser of the key's room and its org's. */
+const reservedOf = (hit: Record<string, unknown>): ReserveResult => ({
+  kind: "reserved",
+  reservationId: toSafe(hit.id as bigint),
+  remainingMc: lesser(toSafe(hit.remaining_mc as bigint), hit.org_remaining_mc === null ? null : toSafe(hit.org_remaining_mc as bigint)),
+});
+
+/** The key's room in `period` (its row as `head` holds it), and its org's at `now`. */
+async function roomOf(sql: SQL, head: { org_id: string; budget_mc: bigint; spent_mc: bigint; period: string }, period: string, now: number) {
+  return lesser(toSafe(head.budget_mc) - spentIn(head, period), await orgRoom(sql, head.org_id, now));
+}
+
+/** Takes the lock on the budget row of `keyId`'s org first, as the reservation statement does (none without a budget row). */
+function lockOrgOfKey(tx: SQL, keyId: string) {
+  return tx`SELECT org_id FROM org_budgets WHERE org_id = (SELECT org_id FROM keys WHERE id = ${keyId}) FOR UPDATE`;
+}
 
 type ReceiptInput = {
   keyId: string;
@@ -165,7 +218,7 @@ async function appendReceipt(tx: SQL, head: ChainHead, r: ReceiptInput, make: Re
   await tx`
     WITH rc AS (
       INSERT INTO receipts (id, org_id, key_id, seq, issued_at, tool, outcome, period, amount_mc, kid, sha256, envelope)
-      VALUES (${receipt.id}, ${r.orgId}, ${r.keyId}, ${big(seq)}::bigint, ${big(r.now)}::bigint, ${r.tool}, ${r.outcome}, ${r.period},
+      VALUES (${receipt.id}, ${r.orgId}, ${r.keyId}, ${big(seq)}::bigint, ${big(receipt.issuedAt)}::bigint, ${r.tool}, ${r.outcome}, ${r.period},
               ${big(r.amountMc)}::bigint, ${receipt.kid}, ${receipt.sha256}, ${receipt.envelope})
     ), hd AS (
       UPDATE keys SET receipt_head_sha256 = ${receipt.sha256} WHERE id = ${r.keyId} AND receipt_seq = ${big(seq)}::bigint
@@ -199,34 +252,84 @@ export async function reserve(
   testOnlyAfterFirstTry?: () => Promise<void>,
 ): Promise<ReserveResult> {
   const [hit] = await reservationStatement(sql, c, node, failuresPerHour);
-  if (hit !== undefined) return { kind: "reserved", reservationId: toSafe(hit.id), remainingMc: toSafe(hit.remaining_mc) };
+  if (hit !== undefined) return reservedOf(hit);
   await testOnlyAfterFirstTry?.();
   return sql.begin(async (tx): Promise<ReserveResult> => {
+    await lockOrgOfKey(tx, c.keyId);
     const [key] = (await tx`
-      SELECT id, org_id, budget_mc, spent_mc, period, reset, revoked_at, expires_at, fail_hour, fail_count
+      SELECT id, org_id, budget_mc, spent_mc, period, reset, revoked_at, expires_at, fail_hour, fail_count, alert_thresholds
         FROM keys WHERE id = ${c.keyId} FOR UPDATE`) as KeyState[];
     if (key === undefined || key.revoked_at !== null || (key.expires_at !== null && key.expires_at <= big(c.now))) return { kind: "key_gone" };
     if (!(await leaseAlive(tx, node))) return { kind: "lease_lost" };
     const [retry] = await reservationStatement(tx, c, node, failuresPerHour);
-    if (retry !== undefined) return { kind: "reserved", reservationId: toSafe(retry.id), remainingMc: toSafe(retry.remaining_mc) };
+    if (retry !== undefined) return reservedOf(retry);
     if (key.fail_hour === c.hour && key.fail_count >= failuresPerHour) {
       await auditRow(tx, c, key.org_id, "refused_rate_limited", 429);
-      return { kind: "rate_limited", remainingMc: toSafe(key.budget_mc) - spentIn(key, c.period) };
+      return { kind: "rate_limited", remainingMc: await roomOf(tx, key, c.period, c.now) };
     }
+    // The key's own budget is named first when both are short: raising the org's would not help.
+    const short = c.period < key.period || toSafe(key.budget_mc) - spentIn(key, c.period) < c.priceMc ? "key" : "org";
     const [head] = (await tx`
       UPDATE keys SET fail_count = (CASE WHEN fail_hour = ${c.hour} THEN fail_count ELSE 0 END) + 1, fail_hour = ${c.hour},
              receipt_seq = receipt_seq + 1
        WHERE id = ${c.keyId}
-      RETURNING org_id, budget_mc, spent_mc, period, reset, receipt_seq, receipt_head_sha256`) as ChainHead[];
-    const remainingMc = toSafe(head!.budget_mc) - spentIn(head!, c.period);
+      RETURNING org_id, budget_mc, spent_mc, period, reset, receipt_seq, receipt_head_sha256, alert_thresholds`) as ChainHead[];
+    const remainingMc = await roomOf(tx, head!, c.period, c.now);
+    const outcome = short === "key" ? "refused_budget" : "refused_org_budget";
+    const receiptId = newId("rcpt");
     const receipt = await appendReceipt(
       tx,
       head!,
-      { ...c, orgId: head!.org_id, outcome: "refused_budget", httpStatus: 402, amountMc: 0, remainingMc, resultSha256: null, receiptId: newId("rcpt") },
+      { ...c, orgId: head!.org_id, outcome, httpStatus: 402, amountMc: 0, remainingMc, resultSha256: null, receiptId },
       make,
     );
-    return { kind: "no_room", receipt, remainingMc };
+    const refused = short === "key" ? await keyRefusal(tx, key, c, receipt.id) : await orgRefusal(tx, key.org_id, c, receipt.id);
+    const alerts = refused === null ? 0 : await writeAlerts(tx, [refused]);
+    return { kind: "no_room", receipt, remainingMc, short, alerts };
   });
+}
+
+/** The key's scope as a budget refusal saw it (in its period at the call; none when its clock stepped back). */
+async function keyRefusal(tx: SQL, key: KeyState, c: CallInput, receiptId: string): Promise<ScopeOutcome | null> {
+  if (c.period < key.period) return null;
+  const [row] = await tx`SELECT charged_mc FROM spend WHERE key_id = ${key.id} AND period = ${c.period}`;
+  const chargedMc = row === undefined ? 0 : toSafe(row.charged_mc);
+  return {
+    scope: "key",
+    subjectId: key.id,
+    orgId: key.org_id,
+    keyId: key.id,
+    period: c.period,
+    budgetMc: toSafe(key.budget_mc),
+    thresholds: percentagesOf(key.alert_thresholds),
+    chargedBeforeMc: chargedMc,
+    chargedAfterMc: chargedMc,
+    cause: "refusal",
+    tool: c.tool,
+    receiptId,
+    at: c.now,
+  };
+}
+
+/** The org's scope as a refusal for want of its budget saw it (none when the org's period at `now` is behind its row's). */
+async function orgRefusal(tx: SQL, orgId: string, c: CallInput, receiptId: string): Promise<ScopeOutcome | null> {
+  const org = await orgScopeAt(tx, orgId, c.now);
+  if (org === null || org.period < org.rowPeriod) return null;
+  return {
+    scope: "org",
+    subjectId: orgId,
+    orgId,
+    keyId: c.keyId,
+    period: org.period,
+    budgetMc: org.budgetMc,
+    thresholds: org.thresholds,
+    chargedBeforeMc: org.chargedMc,
+    chargedAfterMc: org.chargedMc,
+    cause: "refusal",
+    tool: c.tool,
+    receiptId,
+    at: c.now,
+  };
 }
 
 /** 403, the tool is not on the allowlist: a failure counted and a signed receipt; no money moves. */
@@ -238,7 +341,7 @@ export async function refuseNotAllowed(sql: SQL, c: CallInput, make: ReceiptMake
        WHERE id = ${c.keyId}
       RETURNING org_id, budget_mc, spent_mc, period, reset, receipt_seq, receipt_head_sha256`) as ChainHead[];
     if (head === undefined) return null;
-    const remainingMc = toSafe(head.budget_mc) - spentIn(head, c.period);
+    const remainingMc = await roomOf(tx, head, c.period, c.now);
     const receipt = await appendReceipt(
       tx,
       head,
@@ -294,25 +397,51 @@ export async function settle(
   const charged = outcome === "charged";
   return sql.begin(async (tx): Promise<SettleResult> => {
     const receiptId = newId("rcpt");
+    // A refund gives back to the org's row: its lock comes first, as in the reservation.
+    if (!charged) {
+      await tx`
+        SELECT o.org_id FROM org_budgets o JOIN reservations v ON v.org_id = o.org_id
+         WHERE v.id = ${big(reservationId)}::bigint AND v.state = 'open' AND v.org_period IS NOT NULL
+        FOR UPDATE OF o`;
+    }
     const [row] = (await tx`
       WITH r AS (
         UPDATE reservations SET state = 'settled', outcome = ${outcome}, receipt_id = ${receiptId}
          WHERE id = ${big(reservationId)}::bigint AND state = 'open'
-        RETURNING key_id, tool, period, hour, price_mc, upstream_cost_mc, params_sha256, approval
+        RETURNING key_id, org_id AS reserved_org_id, org_period, tool, period, hour, price_mc, upstream_cost_mc, params_sha256, approval
       ), k AS (
         UPDATE keys SET
           spent_mc = CASE WHEN NOT ${charged}::boolean AND keys.period = r.period THEN keys.spent_mc - r.price_mc ELSE keys.spent_mc END,
           fail_count = CASE WHEN ${charged}::boolean AND keys.fail_hour = r.hour AND keys.fail_count > 0 THEN keys.fail_count - 1 ELSE keys.fail_count END,
           receipt_seq = keys.receipt_seq + 1
           FROM r WHERE keys.id = r.key_id
-        RETURNING keys.org_id, keys.budget_mc, keys.spent_mc, keys.period, keys.reset, keys.receipt_seq, keys.receipt_head_sha256
+        RETURNING keys.org_id, keys.budget_mc, keys.spent_mc, keys.period, keys.reset, keys.receipt_seq, keys.receipt_head_sha256, keys.alert_thresholds
       ), s AS (
-        UPDATE spend SET spent_mc = spend.spent_mc - r.price_mc
-          FROM r WHERE NOT ${charged}::boolean AND spend.key_id = r.key_id AND spend.period = r.period
+        UPDATE spend SET spent_mc = spend.spent_mc - (CASE WHEN ${charged}::boolean THEN 0 ELSE r.price_mc END),
+                         charged_mc = spend.charged_mc + (CASE WHEN ${charged}::boolean THEN r.price_mc ELSE 0 END)
+          FROM r WHERE spend.key_id = r.key_id AND spend.period = r.period
+        RETURNING spend.charged_mc
+      ), ob AS (
+        UPDATE org_budgets SET spent_mc = CASE WHEN org_budgets.period = r.org_period THEN org_budgets.spent_mc - r.price_mc ELSE org_budgets.spent_mc END
+          FROM r WHERE NOT ${charged}::boolean AND org_budgets.org_id = r.reserved_org_id AND r.org_period IS NOT NULL
+      ), os AS (
+        UPDATE org_spend SET spent_mc = org_spend.spent_mc - (CASE WHEN ${charged}::boolean THEN 0 ELSE r.price_mc END),
+                             charged_mc = org_spend.charged_mc + (CASE WHEN ${charged}::boolean THEN r.price_mc ELSE 0 END)
+          FROM r WHERE org_spend.org_id = r.reserved_org_id AND org_spend.period = r.org_period
+        RETURNING org_spend.charged_mc
       )
       SELECT r.key_id, r.tool, r.period AS reserved_period, r.price_mc, r.upstream_cost_mc, r.params_sha256, r.approval,
-             k.org_id, k.budget_mc, k.spent_mc, k.period, k.reset, k.receipt_seq, k.receipt_head_sha256
-        FROM r, k`) as (SettledRow & { reserved_period: string; approval: string | null })[];
+             r.reserved_org_id, r.org_period,
+             k.org_id, k.budget_mc, k.spent_mc, k.period, k.reset, k.receipt_seq, k.receipt_head_sha256, k.alert_thresholds,
+             (SELECT charged_mc FROM s) AS key_charged_mc, (SELECT charged_mc FROM os) AS org_charged_mc
+        FROM r, k`) as (SettledRow & {
+      reserved_period: string;
+      approval: string | null;
+      reserved_org_id: string;
+      org_period: string | null;
+      key_charged_mc: bigint | null;
+      org_charged_mc: bigint | null;
+    })[];
     if (row === undefined) {
       const [prior] = await tx`SELECT key_id, period, outcome, receipt_id FROM reservations WHERE id = ${big(reservationId)}::bigint`;
       if (prior === undefined) throw new ReservationMissing(`no reservation ${reservationId}`);
@@ -320,10 +449,10 @@ export async function settle(
         prior.receipt_id === null
           ? []
           : await tx`SELECT id, org_id, key_id, seq, issued_at, tool, outcome, period, amount_mc, kid, sha256, envelope FROM receipts WHERE id = ${prior.receipt_id}`;
-      return { kind: "already_settled", receipt: receipt ?? null, outcome: prior.outcome, remainingMc: await remainingOf(tx, prior.key_id, prior.period) };
+      return { kind: "already_settled", receipt: receipt ?? null, outcome: prior.outcome, remainingMc: await remainingOf(tx, prior.key_id, prior.period, now) };
     }
     const priceMc = toSafe(row.price_mc);
-    const remainingMc = toSafe(row.budget_mc) - spentIn(row, periodOf(row.reset, now));
+    const remainingMc = await roomOf(tx, row, periodOf(row.reset, now), now);
     const receipt = await appendReceipt(
       tx,
       row,
@@ -347,14 +476,62 @@ export async function settle(
       },
       make,
     );
-    return { kind: "settled", receipt, remainingMc };
+    const alerts = charged ? await writeAlerts(tx, await chargeOutcomes(tx, row, priceMc, receipt.id, now)) : 0;
+    return { kind: "settled", receipt, remainingMc, alerts };
   });
 }
 
-/** The room a key has left in `period` (a key not used since its reset has all of it). */
-export async function remainingOf(sql: SQL, keyId: string, period: string): Promise<number> {
-  const [row] = await sql`SELECT budget_mc - (CASE WHEN period = ${period} THEN spent_mc ELSE 0 END) AS remaining FROM keys WHERE id = ${keyId}`;
-  return row === undefined ? 0 : toSafe(row.remaining);
+/** A charge as each budget it counted in saw it: the key's period, and the org's when the reservation drew on one. */
+async function chargeOutcomes(
+  tx: SQL,
+  row: SettledRow & {
+    reserved_period: string;
+    reserved_org_id: string;
+    org_period: string | null;
+    key_charged_mc: bigint | null;
+    org_charged_mc: bigint | null;
+  },
+  priceMc: number,
+  receiptId: string,
+  now: number,
+): Promise<ScopeOutcome[]> {
+  const common = { keyId: row.key_id, orgId: row.org_id, cause: "charge" as const, tool: row.tool, receiptId, at: now };
+  const out: ScopeOutcome[] = [];
+  if (row.key_charged_mc !== null) {
+    const after = toSafe(row.key_charged_mc);
+    out.push({
+      ...common,
+      scope: "key",
+      subjectId: row.key_id,
+      period: row.reserved_period,
+      budgetMc: toSafe(row.budget_mc),
+      thresholds: percentagesOf(row.alert_thresholds),
+      chargedBeforeMc: after - priceMc,
+      chargedAfterMc: after,
+    });
+  }
+  if (row.org_period !== null && row.org_charged_mc !== null) {
+    const [org] = await tx`
+      SELECT b.budget_mc, g.alert_thresholds FROM org_budgets b JOIN orgs g ON g.id = b.org_id WHERE b.org_id = ${row.reserved_org_id}`;
+    const after = toSafe(row.org_charged_mc);
+    out.push({
+      ...common,
+      scope: "org",
+      subjectId: row.reserved_org_id,
+      period: row.org_period,
+      budgetMc: org.budget_mc === null ? null : toSafe(org.budget_mc),
+      thresholds: percentagesOf(org.alert_thresholds),
+      chargedBeforeMc: after - priceMc,
+      chargedAfterMc: after,
+    });
+  }
+  return out;
+}
+
+/** The room a key has left in `period` (a key not used since its reset has all of it), and its org's at `now`. */
+export async function remainingOf(sql: SQL, keyId: string, period: string, now: number): Promise<number> {
+  const [row] = await sql`SELECT org_id, budget_mc - (CASE WHEN period = ${period} THEN spent_mc ELSE 0 END) AS remaining FROM keys WHERE id = ${keyId}`;
+  return row === undefined ? 0 : lesser(toSafe(row.remaining), await orgRoom(sql, row.org_id, now));
 }
 
 /**
@@ -371,10 +548,12 @@ export async function release(
 ): Promise<{ remainingMc: number } | null> {
   const undo = countsAsFailure(outcome) ? 0 : 1;
   return sql.begin(async (tx) => {
+    // The price goes back to the org's row too: its lock comes first, as in the reservation.
+    await lockOrgOfKey(tx, c.keyId);
     const [row] = await tx`
       WITH r AS (
         DELETE FROM reservations WHERE id = ${big(reservationId)}::bigint AND state = 'open' AND approval_stage IS NULL
-        RETURNING key_id, org_id, period, hour, price_mc
+        RETURNING key_id, org_id, org_period, period, hour, price_mc
       ), k AS (
         UPDATE keys SET
           spent_mc = CASE WHEN keys.period = r.period THEN keys.spent_mc - r.price_mc ELSE keys.spent_mc END,
@@ -383,11 +562,16 @@ export async function release(
         RETURNING keys.budget_mc, keys.spent_mc, keys.period
       ), s AS (
         UPDATE spend SET spent_mc = spend.spent_mc - r.price_mc FROM r WHERE spend.key_id = r.key_id AND spend.period = r.period
+      ), ob AS (
+        UPDATE org_budgets SET spent_mc = CASE WHEN org_budgets.period = r.org_period THEN org_budgets.spent_mc - r.price_mc ELSE org_budgets.spent_mc END
+          FROM r WHERE org_budgets.org_id = r.org_id AND r.org_period IS NOT NULL
+      ), os AS (
+        UPDATE org_spend SET spent_mc = org_spend.spent_mc - r.price_mc FROM r WHERE org_spend.org_id = r.org_id AND org_spend.period = r.org_period
       )
       SELECT r.org_id, k.budget_mc, k.spent_mc, k.period FROM r, k`;
     if (row === undefined) return null;
     await auditRow(tx, c, row.org_id, outcome, httpStatus);
-    return { remainingMc: toSafe(row.budget_mc) - spentIn(row, c.period) };
+    return { remainingMc: await roomOf(tx, row as { org_id: string; budget_mc: bigint; spent_mc: bigint; period: string }, c.period, c.now) };
   });
 }
 

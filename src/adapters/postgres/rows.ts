@@ -13,6 +13,9 @@ type Int8 = bigint;
 
 const orNull = (v: Int8 | null) => (v === null ? null : toSafe(v));
 
+/** An integer[] column (alert thresholds), which the client returns as an Int32Array. */
+export const percentagesOf = (v: ArrayLike<number>): number[] => Array.from(v);
+
 export type OrgRow = { id: string; name: string; created_at: Int8 };
 
 export const orgOf = (r: OrgRow): Org => ({ id: r.id, name: r.name, createdAt: toSafe(r.created_at) });
@@ -34,6 +37,7 @@ export type KeyRow = {
   created_at: Int8;
   fail_hour: string;
   fail_count: number;
+  alert_thresholds: ArrayLike<number>;
   approve_above_mc: Int8 | null;
 };
 
@@ -53,6 +57,7 @@ export function keyOf(r: KeyRow): DeskKey {
     createdAt: toSafe(r.created_at),
     failHour: r.fail_hour,
     failCount: r.fail_count,
+    alertThresholds: percentagesOf(r.alert_thresholds),
     approveAboveMc: orNull(r.approve_above_mc),
   };
 }

@@ -257,8 +257,103 @@ CREATE UNIQUE INDEX reservations_approval ON reservations(approval_id) WHERE app
 CREATE INDEX reservations_awaiting ON reservations(approval_expires_at) WHERE state = 'open' AND approval_stage = 'awaiting';
 `;
 
+// Organization budgets (as SQLite's "desk org budgets"): the org's spend in its latest period
+// beside its budget, under a CHECK as a key's; the spend of every org period, so a refund goes
+// back to the period it was reserved from; the org period each reservation drew on; and each
+// org's signed budget records (append-only, one chain per org, a top-up's reference once).
+const V4 = `
+CREATE TABLE org_budgets (
+  org_id text COLLATE "C" PRIMARY KEY REFERENCES orgs(id),
+  budget_mc bigint CHECK (budget_mc IS NULL OR budget_mc >= 0),
+  reset text NOT NULL CHECK (reset IN ('none', 'daily', 'monthly')),
+  period text COLLATE "C" NOT NULL,
+  spent_mc bigint NOT NULL DEFAULT 0,
+  CONSTRAINT org_budgets_spent_within_budget CHECK (spent_mc >= 0 AND (budget_mc IS NULL OR spent_mc <= budget_mc))
+);
+
+CREATE TABLE org_spend (
+  org_id text COLLATE "C" NOT NULL REFERENCES orgs(id),
+  period text COLLATE "C" NOT NULL,
+  spent_mc bigint NOT NULL CHECK (spent_mc >= 0),
+  PRIMARY KEY (org_id, period)
+);
+
+ALTER TABLE reservations ADD COLUMN org_period text COLLATE "C";
+CREATE INDEX reservations_org ON reservations(org_id, created_at);
+
+CREATE TABLE org_records (
+  org_id text COLLATE "C" NOT NULL REFERENCES orgs(id),
+  seq bigint NOT NULL CHECK (seq >= 1),
+  id text COLLATE "C" NOT NULL UNIQUE,
+  type text NOT NULL CHECK (type IN ('topup', 'budget_set')),
+  issued_at bigint NOT NULL,
+  amount_mc bigint NOT NULL CHECK (amount_mc >= 0),
+  budget_mc bigint,
+  reference text,
+  sha256 text COLLATE "C" NOT NULL,
+  envelope text NOT NULL,
+  PRIMARY KEY (org_id, seq),
+  UNIQUE (org_id, reference)
+);
+CREATE TRIGGER org_records_append_only BEFORE UPDATE OR DELETE ON org_records FOR EACH ROW EXECUTE FUNCTION refuse_change();
+CREATE TRIGGER org_records_no_truncate BEFORE TRUNCATE ON org_records FOR EACH STATEMENT EXECUTE FUNCTION refuse_change();
+`;
+
+// Budget alerts (as SQLite's "desk budget alerts"): the settled charges of each key and org
+// period, the thresholds of each key and org, and the alert outbox, one row per (scope, subject,
+// period, threshold, budget) written in the charge's or refusal's own transaction. A lease names
+// the node that holds it, so a restarted node frees its own dead attempts and never another
+// live node's; n orders alerts written at one moment.
+const V5 = `
+ALTER TABLE spend ADD COLUMN charged_mc bigint NOT NULL DEFAULT 0 CHECK (charged_mc >= 0);
+UPDATE spend SET charged_mc = coalesce(
+  (SELECT sum(r.amount_mc) FROM receipts r WHERE r.key_id = spend.key_id AND r.period = spend.period AND r.outcome = 'charged'), 0);
+ALTER TABLE org_spend ADD COLUMN charged_mc bigint NOT NULL DEFAULT 0 CHECK (charged_mc >= 0);
+ALTER TABLE keys ADD COLUMN alert_thresholds integer[] NOT NULL DEFAULT '{80,100}';
+ALTER TABLE orgs ADD COLUMN alert_thresholds integer[] NOT NULL DEFAULT '{80,100}';
+
+CREATE TABLE alerts (
+  n bigint GENERATED ALWAYS AS IDENTITY UNIQUE,
+  id text COLLATE "C" PRIMARY KEY,
+  scope text NOT NULL CHECK (scope IN ('key', 'org')),
+  subject_id text COLLATE "C" NOT NULL,
+  org_id text COLLATE "C" NOT NULL,
+  key_id text COLLATE "C" NOT NULL,
+  period text COLLATE "C" NOT NULL,
+  threshold_pct integer NOT NULL CHECK (threshold_pct BETWEEN 1 AND 100),
+  budget_mc bigint NOT NULL,
+  body text NOT NULL,
+  created_at bigint NOT NULL,
+  next_at bigint NOT NULL,
+  leased_until bigint,
+  leased_by text COLLATE "C",
+  attempts integer NOT NULL DEFAULT 0,
+  last_error text,
+  delivered_at bigint,
+  gave_up_at bigint,
+  UNIQUE (scope, subject_id, period, threshold_pct, budget_mc)
+);
+CREATE INDEX alerts_due ON alerts(next_at) WHERE delivered_at IS NULL AND gave_up_at IS NULL;
+CREATE INDEX alerts_org ON alerts(org_id, created_at);
+-- What an alert says is fixed once written (receivers dedupe on its id): only its delivery
+-- state changes, and nothing deletes one.
+CREATE FUNCTION alert_fixed() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+  IF (NEW.n, NEW.id, NEW.scope, NEW.subject_id, NEW.org_id, NEW.key_id, NEW.period, NEW.threshold_pct, NEW.budget_mc, NEW.body, NEW.created_at)
+     IS DISTINCT FROM (OLD.n, OLD.id, OLD.scope, OLD.subject_id, OLD.org_id, OLD.key_id, OLD.period, OLD.threshold_pct, OLD.budget_mc, OLD.body, OLD.created_at) THEN
+    RAISE EXCEPTION 'an alert is fixed once written' USING ERRCODE = 'integrity_constraint_violation';
+  END IF;
+  RETURN NEW;
+END $$;
+CREATE TRIGGER alerts_fixed BEFORE UPDATE ON alerts FOR EACH ROW EXECUTE FUNCTION alert_fixed();
+CREATE TRIGGER alerts_no_delete BEFORE DELETE ON alerts FOR EACH ROW EXECUTE FUNCTION refuse_change();
+CREATE TRIGGER alerts_no_truncate BEFORE TRUNCATE ON alerts FOR EACH STATEMENT EXECUTE FUNCTION refuse_change();
+`;
+
 export const POSTGRES_MIGRATIONS: readonly Migration[] = [
   { name: "desk ledger", sql: V1 },
   { name: "desk rest upstreams and credentials", sql: V2 },
   { name: "desk approvals", sql: V3 },
+  { name: "desk org budgets", sql: V4 },
+  { name: "desk budget alerts", sql: V5 },
 ];

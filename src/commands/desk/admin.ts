@@ -7,7 +7,9 @@ import type { AuditEntry, DeskKey, Org, ToolRecord } from "../../core/desk/recor
 import type { AuditView, CreatedOrgView, KeySecretView, KeyView, OrgView, ToolView } from "../../core/desk/wire.ts";
 import type { Route } from "../../core/http/routes.ts";
 import type { RequestExtra } from "./http.ts";
-import { type Body, fail, intIn, objectBody as body, onlyFields, optional, required, timestamp } from "./request.ts";
+import { type Body, fail, intIn, objectBody as body, onlyFields, optional, required, thresholdList, timestamp } from "./request.ts";
+import { alertRoutes } from "./alerts.ts";
+import { orgBudgetRoutes } from "./org-budgets.ts";
 import { clearSandbox, sandboxView, setSandbox } from "./sandbox.ts";
 import { addUpstream, listUpstreams, refreshUpstream, replaceAuth } from "./upstreams.ts";
 
@@ -19,6 +21,8 @@ export function adminRoutes(desk: Desk): Route<RequestExtra>[] {
   return [
     { method: "POST", path: "/admin/orgs", handle: async (req) => createOrg(desk, await body(req)) },
     { method: "GET", path: "/admin/orgs", handle: async () => Response.json((await desk.orgs()).map(orgView)) },
+    ...orgBudgetRoutes(desk),
+    ...alertRoutes(desk),
     { method: "POST", path: "/admin/upstreams", handle: (req) => addUpstream(desk, req) },
     { method: "GET", path: "/admin/upstreams", handle: () => listUpstreams(desk) },
     { method: "POST", path: "/admin/upstreams/:name/refresh", handle: (_req, p) => refreshUpstream(desk, p.name!) },
@@ -50,7 +54,7 @@ export function adminRoutes(desk: Desk): Route<RequestExtra>[] {
 const iso = (ms: number) => new Date(ms).toISOString();
 const isoOrNull = (ms: number | null) => (ms === null ? null : iso(ms));
 
-const orgView = (o: Org): OrgView => ({ org_id: o.id, name: o.name, created_at: iso(o.createdAt) });
+export const orgView = (o: Org): OrgView => ({ org_id: o.id, name: o.name, created_at: iso(o.createdAt) });
 
 const shortText = (max: number) => (v: unknown) => (typeof v === "string" && v.length >= 1 && v.length <= max && v.isWellFormed() ? v : undefined);
 const money = intIn(0, MAX_MC);
@@ -106,12 +110,13 @@ function keyView(desk: Desk, k: DeskKey): KeyView {
     expires_at: isoOrNull(k.expiresAt),
     revoked_at: isoOrNull(k.revokedAt),
     created_at: iso(k.createdAt),
+    alert_thresholds: k.alertThresholds,
     approve_above_mc: k.approveAboveMc,
   };
 }
 
 async function createKey(desk: Desk, b: Body): Promise<Response> {
-  onlyFields(b, ["org_id", "name", "budget_mc", "reset", "allow", "prices", "expires_at", "approve_above_mc"]);
+  onlyFields(b, ["org_id", "name", "budget_mc", "reset", "allow", "prices", "expires_at", "alert_thresholds", "approve_above_mc"]);
   const orgId = required(b, "org_id", shortText(64));
   const budgetMc = required(b, "budget_mc", money);
   const reset = required(b, "reset", (v) => (RESETS.includes(v as Reset) ? (v as Reset) : undefined));
@@ -119,8 +124,9 @@ async function createKey(desk: Desk, b: Body): Promise<Response> {
   const name = optional(b, "name", shortText(200)) ?? "";
   const prices = optional(b, "prices", priceMap) ?? {};
   const expiresAt = optional(b, "expires_at", timestamp) ?? null;
+  const alertThresholds = optional(b, "alert_thresholds", thresholdList);
   const approveAboveMc = optional(b, "approve_above_mc", threshold) ?? null;
-  const { keyId, secret } = await desk.createKey({ orgId, name, budgetMc, reset, allow, prices, expiresAt, approveAboveMc });
+  const { keyId, secret } = await desk.createKey({ orgId, name, budgetMc, reset, allow, prices, expiresAt, alertThresholds, approveAboveMc });
   return Response.json({ key_id: keyId, secret } satisfies KeySecretView, { status: 201, headers: { "cache-control": "no-store" } });
 }
 
@@ -131,13 +137,14 @@ async function listKeys(desk: Desk, query: URLSearchParams): Promise<Response> {
 
 async function patchKey(desk: Desk, id: string, b: Body): Promise<Response> {
   // reset is fixed at creation: moving a key between period kinds mid-period has no safe answer.
-  onlyFields(b, ["name", "budget_mc", "allow", "prices", "expires_at", "approve_above_mc"]);
+  onlyFields(b, ["name", "budget_mc", "allow", "prices", "expires_at", "alert_thresholds", "approve_above_mc"]);
   const patch = {
     name: optional(b, "name", shortText(200)),
     budgetMc: optional(b, "budget_mc", money),
     allow: optional(b, "allow", toolList),
     prices: optional(b, "prices", priceMap),
     expiresAt: optional(b, "expires_at", timestamp),
+    alertThresholds: optional(b, "alert_thresholds", thresholdList),
     approveAboveMc: optional(b, "approve_above_mc", threshold),
   };
   return Response.json(keyView(desk, await desk.patchKey(id, patch)));

@@ -12,6 +12,8 @@ import { MCP_PATH, mcpEndpoint } from "./mcp.ts";
 import { MAX_BODY_BYTES } from "./request.ts";
 import { type PeerSource, sandboxKey } from "./sandbox.ts";
 import { siteCheck } from "./site-check.ts";
+import type { StripeWebhookConfig } from "../../core/finance/stripe-webhook.ts";
+import { stripeTopup } from "./stripe.ts";
 
 export type HandlerOptions = {
   /** SHA-256 of the operator's admin token. */
@@ -24,6 +26,10 @@ export type HandlerOptions = {
   allowedHosts?: readonly string[];
   /** Read the sandbox caller's address from X-Forwarded-For (--trust-proxy). */
   trustProxy?: boolean;
+  /** POST /v1/topups/stripe's secret and rates (--stripe-webhook-secret-file, --topup-rate); without them the path is 404. */
+  stripe?: StripeWebhookConfig | null;
+  /** The operator's log (why a webhook was refused). */
+  log?: (line: string) => void;
 };
 
 /** Bun.serve's server as `fetch` receives it: its port (Host check) and peer addresses (sandbox). */
@@ -74,6 +80,11 @@ export function createHandler(desk: Desk, options: HandlerOptions): Handler {
       handle: async () => ((await desk.healthy()) ? Response.json({ ok: true }, { headers: NO_STORE }) : errorResponse("LEDGER_UNAVAILABLE", NO_STORE)),
     },
     { method: "GET", path: "/v1/tools", handle: (req) => agentTools(desk, req) },
+    {
+      method: "POST",
+      path: "/v1/topups/stripe",
+      handle: (req) => (options.stripe ? stripeTopup(desk, req, options.stripe, options.log ?? (() => {})) : notFound()),
+    },
     { method: "GET", path: "/v1/key", handle: (req) => agentKey(desk, req) },
     { method: "GET", path: "/v1/receipts", handle: (req, _p, x) => agentReceipts(desk, req, x.query) },
     { method: "GET", path: "/v1/receipts/:id/result", handle: (req, p) => heldResult(desk, req, p.id!) },

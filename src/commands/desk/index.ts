@@ -25,6 +25,7 @@ import { SealedHeadersError } from "../../core/desk/registry.ts";
 import { SealedFieldError } from "../../core/upstream/credential-store.ts";
 import { consoleRoutes } from "./console.ts";
 import { dataDirPaths, lockDataDir, openDeskLedger, prepareDataDir, readSecret, replaceSecretFile } from "./data-dir.ts";
+import { AlertDelivery } from "../../adapters/webhooks/alert-delivery.ts";
 import { createHandler, type Handler } from "./http.ts";
 import { type ApproverSettings, type DeskRun, deskSettings } from "./settings.ts";
 import { checkSealingKey, nodeIdOf, openSharedLedger } from "./shared-ledger.ts";
@@ -64,7 +65,7 @@ function repeat(ms: number, step: () => Promise<unknown>): { stop(): void } {
 /** Runs the desk until SIGINT or SIGTERM. */
 export async function runDesk(run: DeskRun): Promise<void> {
   const { streams, flags } = run;
-  const { listenText, listen, timeoutMs, allowedHosts, allowUpstreamHosts, configured, tls, database, lease, approver } = deskSettings(run);
+  const { listenText, listen, timeoutMs, allowedHosts, allowUpstreamHosts, configured, tls, stripe, alerts, database, lease, approver } = deskSettings(run);
   const log = (line: string) => info(streams, line);
 
   // The port comes first: a desk that cannot listen has created no file and shown no token.
@@ -94,25 +95,28 @@ export async function runDesk(run: DeskRun): Promise<void> {
 
   let started: Awaited<ReturnType<typeof startDesk>>;
   try {
-    started = await startDesk(run, { configured, timeoutMs, allowUpstreamHosts, database, lease, approver, log });
+    started = await startDesk(run, { configured, timeoutMs, allowUpstreamHosts, alerts, database, lease, approver, log });
   } catch (err) {
     startFailed(err);
     await server.stop(true);
     throw err;
   }
-  const { desk, ledger, lock, sweep, shared } = started;
+  const { desk, ledger, lock, sweep, delivery, shared } = started;
   handlerReady(
     createHandler(desk, {
       adminTokenSha256: started.adminHash,
       listenHostname: listen.hostname,
       allowedHosts,
       trustProxy: flags.trustProxy === true,
+      stripe,
+      log,
       onInternal: (err) => log(`internal error: ${err instanceof Error ? `${err.name}: ${err.message}` : "unknown"}`),
     }),
   );
   // Everything started above holds the process open (the sweep timer, the checkpoint worker).
   const shutdown = async () => {
     clearInterval(sweep);
+    await delivery?.stop();
     shared?.stop();
     await desk.close();
     await ledger.close();
@@ -140,6 +144,7 @@ async function startDesk(
     configured: { token: string; from: string } | null;
     timeoutMs: number;
     allowUpstreamHosts: string[];
+    alerts: { url: URL; secret: Uint8Array } | null;
     database: DatabaseTarget | null;
     lease: LeaseTiming;
     approver: ApproverSettings | null;
@@ -152,9 +157,12 @@ async function startDesk(
   sweep: ReturnType<typeof setInterval>;
   shared: { stop(): void } | null;
   adminHash: Uint8Array;
+  delivery: AlertDelivery | null;
 }> {
   const { streams, flags } = run;
   const { configured, timeoutMs, allowUpstreamHosts, database, lease, log } = o;
+  // The delivery loop is made once the desk is: until then a written alert waits for its first pass.
+  let delivery: AlertDelivery | null = null;
   const paths = dataDirPaths(flags.data ?? DEFAULT_DATA);
   // Held until exit (the kernel drops it even on SIGKILL): one desk per data directory.
   const lock = lockDataDir(paths);
@@ -222,6 +230,7 @@ async function startDesk(
       log,
       storeSigningKey: (pem) => replaceSecretFile(paths.signingKey, pem),
       allowUpstreamHosts,
+      alertsWritten: () => delivery?.poke(),
       ...(o.approver === null ? {} : { approver: approverConnection(o.approver) }),
     });
   } catch (err) {
@@ -267,7 +276,34 @@ async function startDesk(
             if (!(err instanceof LedgerUnavailable)) log(`shared ledger round failed: ${err instanceof Error ? err.name : "error"}`);
           }
         });
-  return { desk, ledger, lock, sweep, shared, adminHash };
+  if (o.alerts !== null) delivery = await startAlertDelivery(desk, ledger, o.alerts, log);
+  return { desk, ledger, lock, sweep, shared, adminHash, delivery };
+}
+
+/**
+ * Delivers the alert outbox to --alert-webhook. The leases this desk's last run left (SQLite:
+ * every one, as one desk holds the data directory; PostgreSQL: those of this node's id) are
+ * freed first, so those alerts are sent again at once under their ids.
+ */
+async function startAlertDelivery(desk: Desk, ledger: DeskLedger, alerts: { url: URL; secret: Uint8Array }, log: (line: string) => void) {
+  const freed = await ledger.alerts.releaseLeases();
+  if (freed > 0) log(`alerts: ${freed} attempt(s) cut by the last stop will be sent again`);
+  const delivery = new AlertDelivery({
+    url: alerts.url,
+    secret: alerts.secret,
+    // The v1a signature follows the signing key through rotations.
+    signer: { signBytes: (bytes) => desk.signer.signBytes(bytes) },
+    outbox: ledger.alerts,
+    onAttempt: (r) => {
+      if (r.ok) log(`alert ${r.id} delivered (attempt ${r.attempt})`);
+      else
+        log(`alert ${r.id} attempt ${r.attempt} failed: ${r.error}${r.nextAtMs === null ? "; given up" : `; next at ${new Date(r.nextAtMs).toISOString()}`}`);
+    },
+    onError: (err) => log(`alert delivery pass failed: ${err instanceof Error ? err.name : "error"}`),
+  });
+  delivery.start();
+  log(`alerts: delivered to ${alerts.url.origin}`);
+  return delivery;
 }
 
 /** The link to the approver, over mutual TLS with the desk's own certificate. */

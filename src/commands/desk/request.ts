@@ -4,6 +4,7 @@
 // the three answers names its field. Every failure is a WireError, which the handler answers as
 // {"error":CODE} (with "field" for those three).
 import { type ErrorCode, type ErrorDetail, WireError } from "../../core/errors.ts";
+import { sortedThresholds, thresholdsProblem } from "../../core/finance/alerts.ts";
 import { readJsonBody } from "../../core/http/body.ts";
 
 /** Largest request body accepted (tool arguments and operator requests). */
@@ -54,6 +55,9 @@ function fieldValue<T>(b: Body, field: string, read: Rule<T>): T {
 export function intIn(min: number, max: number): Rule<number> {
   return (v) => (Number.isSafeInteger(v) && (v as number) >= min && (v as number) <= max ? (v as number) : undefined);
 }
+
+/** Alert thresholds: 0-10 distinct integer percentages 1-100, kept in ascending order. */
+export const thresholdList: Rule<number[]> = (v) => (thresholdsProblem(v) === null ? sortedThresholds(v as number[]) : undefined);
 
 /** An RFC 3339 UTC time (`…Z`) as milliseconds; null stays null (no time). */
 export const timestamp: Rule<number | null> = (v) => {

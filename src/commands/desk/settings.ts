@@ -8,6 +8,11 @@ import { DEFAULT_LEASE, type LeaseTiming } from "../../adapters/postgres/node.ts
 import { DESK_ENV, DESK_FLAGS, envSettingOf, flagOf } from "../../cli/flags.ts";
 import { failure, type Streams, usageError } from "../../cli/voice.ts";
 import { DEFAULT_UPSTREAM_TIMEOUT_MS } from "../../core/desk/limits.ts";
+import { parseAlertWebhookUrl } from "../../core/finance/alert-outbox.ts";
+import { parseWebhookSecret, WebhookSecretError } from "../../core/finance/standard-webhooks.ts";
+import { type StripeWebhookConfig, stripeSecretProblem } from "../../core/finance/stripe-webhook.ts";
+import { parseTopupRates, TopupRateError } from "../../core/finance/topup-rates.ts";
+import { PrivatePathError, readPrivateFile } from "../../core/private-files.ts";
 import { isLinkLocalOrUnspecified } from "../../core/desk/network.ts";
 import { type ListenAddress, parseListen } from "../../core/http/listen.ts";
 import type { ReceiptKeys } from "../../core/receipt/index.ts";
@@ -33,6 +38,11 @@ export type DeskFlags = {
   trustProxy?: boolean;
   /** Link-local or unspecified addresses an upstream may have (repeatable --allow-upstream-host). */
   allowUpstreamHost?: string[];
+  alertWebhook?: string;
+  alertWebhookSecretFile?: string;
+  stripeWebhookSecretFile?: string;
+  /** CUR=N entries (repeatable --topup-rate). */
+  topupRate?: string[];
   approver?: string;
   approverCert?: string;
   approverKey?: string;
@@ -129,6 +139,59 @@ function loadTls(flags: DeskFlags): { cert: string; key: string } | undefined {
     }
   };
   return { cert: read(flags.tlsCert), key: read(flags.tlsKey) };
+}
+
+/** A secret from a private file, one trailing newline dropped. */
+function privateText(path: string): string {
+  try {
+    return readPrivateFile(path)
+      .toString("utf8")
+      .replace(/\r?\n$/, "");
+  } catch (err) {
+    if (err instanceof PrivatePathError) throw failure(err.message, err.hint);
+    throw err;
+  }
+}
+
+/** Where budget alerts go and the receiver's secret, or null without --alert-webhook; one without the other stops the desk. */
+function alertSettings(flags: DeskFlags): { url: URL; secret: Uint8Array } | null {
+  if (flags.alertWebhook === undefined) {
+    if (flags.alertWebhookSecretFile !== undefined) throw usageError("--alert-webhook-secret-file needs --alert-webhook");
+    return null;
+  }
+  const url = parseAlertWebhookUrl(flags.alertWebhook);
+  if (url === null) throw usageError(`--alert-webhook ${flags.alertWebhook} is not an http(s) URL without user or password`);
+  if (flags.alertWebhookSecretFile === undefined)
+    throw usageError("--alert-webhook needs --alert-webhook-secret-file", "the receiver's whsec_ secret, in a file of mode 0600");
+  try {
+    return { url, secret: parseWebhookSecret(privateText(flags.alertWebhookSecretFile)) };
+  } catch (err) {
+    if (err instanceof WebhookSecretError) throw failure(`${flags.alertWebhookSecretFile}: ${err.message}`);
+    throw err;
+  }
+}
+
+/**
+ * The Stripe webhook's secret (a private file) and the rates it converts at, or null when the
+ * secret is not given. A secret without a rate, or a rate without a secret, stops the desk: one
+ * would refuse every payment, the other would be a setting that does nothing.
+ */
+function stripeSettings(flags: DeskFlags): StripeWebhookConfig | null {
+  const rates = flags.topupRate ?? [];
+  if (flags.stripeWebhookSecretFile === undefined) {
+    if (rates.length > 0) throw usageError("--topup-rate needs --stripe-webhook-secret-file");
+    return null;
+  }
+  if (rates.length === 0) throw usageError("--stripe-webhook-secret-file needs at least one --topup-rate", "e.g. --topup-rate EUR=1000");
+  const secret = privateText(flags.stripeWebhookSecretFile);
+  const problem = stripeSecretProblem(secret);
+  if (problem !== null) throw failure(`the Stripe secret in ${flags.stripeWebhookSecretFile}: ${problem}`);
+  try {
+    return { secret, rates: parseTopupRates(rates) };
+  } catch (err) {
+    if (err instanceof TopupRateError) throw usageError(err.message, "e.g. --topup-rate EUR=1000");
+    throw err;
+  }
 }
 
 const APPROVER_FLAGS = ["--approver", "--approver-cert", "--approver-key", "--approver-ca", "--approver-keys"] as const;
@@ -246,6 +309,10 @@ export type DeskSettings = {
   allowUpstreamHosts: string[];
   configured: { token: string; from: string } | null;
   tls: { cert: string; key: string } | undefined;
+  /** POST /v1/topups/stripe, when --stripe-webhook-secret-file is given. */
+  stripe: StripeWebhookConfig | null;
+  /** Budget alert delivery, when --alert-webhook is given. */
+  alerts: { url: URL; secret: Uint8Array } | null;
   /** The approver calls above a key's threshold wait on, or null (they are then refused 503). */
   approver: ApproverSettings | null;
   database: DatabaseTarget | null;
@@ -263,6 +330,8 @@ export function deskSettings(run: DeskRun): DeskSettings {
     allowUpstreamHosts: parseUpstreamHostAllowance(run),
     configured: configuredAdminToken(run),
     tls: loadTls(run.flags),
+    stripe: stripeSettings(run.flags),
+    alerts: alertSettings(run.flags),
     approver: approverSettings(run),
     database: databaseTarget(run.flags, run.env),
     lease: parseNodeLease(run.flags.nodeLease),

@@ -171,15 +171,16 @@ async function checkAllowlist(d: DeskContext, ctx: CallContext): Promise<Step<nu
   return stop(refusal("TOOL_NOT_ALLOWED", "refused_not_allowed", { priceMc: ctx.priceMc, remainingMc }, { receipt: last()! }));
 }
 
-/** Step 5: the one conditional UPDATE; no room → 402 with a signed receipt. */
+/** Step 5: the one conditional UPDATE; no room in the key's budget or its org's → 402 with a signed receipt naming which. */
 async function reserve(d: DeskContext, ctx: CallContext): Promise<Step<{ reservationId: number; remainingMc: number }>> {
   const { make, last } = d.signing.receiptMaker();
   const r = await d.ledger.money.reserve(ctx, make);
   if (r.kind === "reserved") return { next: { reservationId: r.reservationId, remainingMc: r.remainingMc } };
+  if (r.kind === "no_room" && r.alerts > 0) d.alertsWritten();
   if (r.kind === "key_gone") return stop(keyInvalid());
   const money = { priceMc: ctx.priceMc, remainingMc: r.remainingMc };
   if (r.kind === "rate_limited") return stop(refusal("TOO_MANY_FAILURES", "refused_rate_limited", money));
-  return stop(refusal("BUDGET_EXHAUSTED", "refused_budget", money, { receipt: last()! }));
+  return stop(refusal("BUDGET_EXHAUSTED", r.short === "key" ? "refused_budget" : "refused_org_budget", money, { receipt: last()! }));
 }
 
 /** How each upstream failure is refunded, and the code the agent gets. */
@@ -237,6 +238,7 @@ async function settle(d: DeskContext, ctx: CallContext, reservationId: number, a
       receipt ? { receipt } : {},
     );
   }
+  if (settled.alerts > 0) d.alertsWritten();
   const money = { priceMc: ctx.priceMc, remainingMc: settled.remainingMc };
   if (answer.kind === "ok") return { status: statusOf("charged"), outcome, ...money, receipt: last()!, result: answer.result };
   return refusal(plan!.error, outcome, money, { receipt: last()! });

@@ -14,6 +14,8 @@ export type DeskContext = {
   readonly catalog: Catalog;
   readonly registry: UpstreamRegistry;
   readonly signing: Signing;
+  /** Told after a commit that wrote budget alerts (the delivery loop looks at once). */
+  readonly alertsWritten: () => void;
   /** The approver a call above its key's threshold waits on (--approver), or null. */
   readonly approver: ApproverConnection | null;
   /** Settlements whose outcome the ledger left unknown, resolved once it answers again. */

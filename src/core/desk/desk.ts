@@ -7,12 +7,16 @@ import { Catalog, type ToolEntry } from "./catalog.ts";
 import { allowedTools, type ClearingCall, clear, validKey } from "./clearing.ts";
 import type { DeskContext } from "./context.ts";
 import * as keys from "./keys.ts";
+import * as orgBudgets from "./org-budgets.ts";
+import * as statements from "./statements.ts";
+import type { StatementEnvelope } from "../finance/statement.ts";
 import { DEFAULT_UPSTREAM_TIMEOUT_MS } from "./limits.ts";
 import type { ClearingOutcome } from "./outcomes.ts";
 import type { AuthConfig } from "../upstream/auth-config.ts";
 import type { ApproverConnection, Clock, CredentialOpener, DeskLedger, Log, ReceiptMaker, SigningKeyStore, UpstreamConnectors } from "./ports.ts";
 import * as receipts from "./receipts.ts";
-import type { AuditEntry, AuditFilter, DeskKey, KeyPatch, Org, ReceiptRecord, SandboxSettings, ToolRecord } from "./records.ts";
+import type { Reset } from "./period.ts";
+import type { AlertRecord, AuditEntry, AuditFilter, DeskKey, KeyPatch, Org, ReceiptRecord, SandboxSettings, StoredOrgRecord, ToolRecord } from "./records.ts";
 import { sweepAbandoned, sweepApprovals, sweepStale } from "./recovery.ts";
 import { type Registered, UpstreamRegistry, type UpstreamSpec, type UpstreamState } from "./registry.ts";
 import * as sandbox from "./sandbox.ts";
@@ -36,6 +40,8 @@ export type DeskOptions = {
   storeSigningKey?: SigningKeyStore;
   /** Link-local or unspecified upstream hosts the operator allows (--allow-upstream-host), as URL hostnames. */
   allowUpstreamHosts?: readonly string[];
+  /** Told after a commit that wrote budget alerts (the delivery loop's poke). */
+  alertsWritten?: () => void;
   /** The approver and its pinned decision keys (--approver): without it, a call above its key's threshold is 503. */
   approver?: ApproverConnection;
 };
@@ -66,6 +72,7 @@ export class Desk {
       log,
     });
     const signing = new Signing(options.signer, options.ledger.records, options.storeSigningKey ?? (() => {}), now);
+    const alertsWritten = options.alertsWritten ?? (() => {});
     const desk = new Desk({
       ledger: options.ledger,
       now,
@@ -74,6 +81,7 @@ export class Desk {
       catalog,
       registry,
       signing,
+      alertsWritten,
       unsettled: new UnsettledCalls(),
       approver: options.approver ?? null,
     });
@@ -172,6 +180,45 @@ export class Desk {
 
   orgs(): Promise<Org[]> {
     return this.#d.ledger.orgs.list();
+  }
+
+  /** ORG_UNKNOWN, else the org (existingOrg). */
+  org(id: string): Promise<Org> {
+    return keys.existingOrg(this.#d, id);
+  }
+
+  orgBudget(orgId: string): Promise<orgBudgets.OrgBudgetNow | null> {
+    return orgBudgets.orgBudget(this.#d, orgId);
+  }
+
+  setOrgBudget(orgId: string, budgetMc: number | null, reset: Reset | null): Promise<{ budget: orgBudgets.OrgBudgetNow; record: StoredOrgRecord | null }> {
+    return orgBudgets.setOrgBudget(this.#d, orgId, budgetMc, reset);
+  }
+
+  topUp(orgId: string, amountMc: number, reference: string): Promise<{ added: boolean; record: StoredOrgRecord; budget: orgBudgets.OrgBudgetNow }> {
+    return orgBudgets.topUp(this.#d, orgId, amountMc, reference);
+  }
+
+  orgThresholds(orgId: string): Promise<readonly number[]> {
+    return orgBudgets.orgThresholds(this.#d, orgId);
+  }
+
+  setOrgThresholds(orgId: string, thresholds: readonly number[]): Promise<void> {
+    return orgBudgets.setOrgThresholds(this.#d, orgId, thresholds);
+  }
+
+  /** The alert outbox, newest first (optionally of one org). */
+  alerts(filter: { orgId: string | null; limit: number }): Promise<AlertRecord[]> {
+    return this.#d.ledger.alerts.list(filter);
+  }
+
+  /** The org's signed statement for a month or a UTC day (statements.ts). */
+  statement(orgId: string, period: string): Promise<StatementEnvelope> {
+    return statements.statement(this.#d, orgId, period);
+  }
+
+  orgRecords(orgId: string): Promise<StoredOrgRecord[]> {
+    return orgBudgets.orgRecords(this.#d, orgId);
   }
 
   createKey(input: keys.NewKeyInput): Promise<{ keyId: string; secret: string }> {

@@ -28,9 +28,15 @@ export type NewKeyInput = {
   allow: readonly string[];
   prices: Readonly<Record<string, number>>;
   expiresAt: number | null;
+  alertThresholds?: readonly number[];
   /** A call priced above this waits for a person (approval.ts); null: never. */
   approveAboveMc?: number | null;
 };
+
+/** ORG_UNKNOWN, else the org. */
+export async function existingOrg(d: DeskContext, id: string): Promise<Org> {
+  return (await d.ledger.orgs.get(id)) ?? wire("ORG_UNKNOWN");
+}
 
 /** ORG_UNKNOWN, else the new key's id and its secret (shown this once). */
 export async function createKey(d: DeskContext, input: NewKeyInput): Promise<{ keyId: string; secret: string }> {
@@ -80,6 +86,6 @@ export async function revokeKey(d: DeskContext, id: string): Promise<DeskKey> {
   return existingKey(d, id);
 }
 
-function wire(code: "KEY_UNKNOWN"): never {
+function wire(code: "KEY_UNKNOWN" | "ORG_UNKNOWN"): never {
   throw new WireError(code);
 }

@@ -30,7 +30,7 @@ export function countsAsFailure(outcome: PlainOutcome): boolean {
 }
 
 /** Outcomes that settle a reservation (everything a receipt carries but the two refusals before it). */
-export type SettleOutcome = Exclude<ReceiptOutcome, "refused_not_allowed" | "refused_budget">;
+export type SettleOutcome = Exclude<ReceiptOutcome, "refused_not_allowed" | "refused_budget" | "refused_org_budget">;
 
 /**
  * Answers recorded nowhere: no key was identified, the request itself was refused, the desk
@@ -52,6 +52,7 @@ const RECORDED_CODE: Record<ReceiptOutcome | PlainOutcome, ErrorCode | null> = {
   charged: null,
   refused_not_allowed: "TOOL_NOT_ALLOWED",
   refused_budget: "BUDGET_EXHAUSTED",
+  refused_org_budget: "BUDGET_EXHAUSTED",
   refunded_upstream_error: "UPSTREAM_ERROR",
   refunded_timeout: "UPSTREAM_TIMEOUT",
   refunded_args_refused: "ARGS_REFUSED",

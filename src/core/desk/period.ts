@@ -13,6 +13,14 @@ export function periodOf(reset: Reset, nowMs: number): string {
   return reset === "daily" ? iso.slice(0, 10) : iso.slice(0, 7);
 }
 
+/** The first millisecond of the period at `nowMs` (0 for "none": every moment is in it). */
+export function periodStart(reset: Reset, nowMs: number): number {
+  const d = new Date(nowMs);
+  if (reset === "daily") return Date.UTC(d.getUTCFullYear(), d.getUTCMonth(), d.getUTCDate());
+  if (reset === "monthly") return Date.UTC(d.getUTCFullYear(), d.getUTCMonth(), 1);
+  return 0;
+}
+
 /** The UTC hour at `nowMs`, e.g. "2026-11-30T02": the window of the failure counter. */
 export function hourOf(nowMs: number): string {
   return new Date(nowMs).toISOString().slice(0, 13);

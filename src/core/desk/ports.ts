@@ -2,6 +2,9 @@
 // never imports an implementation; SQLite (adapters/sqlite/desk) is today's ledger and the MCP
 // client (adapters/mcp-upstream) today's upstream. Another backend is another adapter passing
 // the same tests. Every ledger method is async, so an adapter may be a network database.
+import type { AlertOutbox } from "../finance/alert-outbox.ts";
+import type { OrgRecordFields } from "../finance/org-records.ts";
+import type { StatementReceipt, StatementRecord } from "../finance/statement.ts";
 import type { SpendAsk } from "../asks.ts";
 import { type ErrorCode, WireError } from "../errors.ts";
 import type { ApprovalEnvelope, ReceiptJwk } from "../receipt/index.ts";
@@ -12,7 +15,9 @@ import type { CredentialStore } from "../upstream/credential-store.ts";
 import type { CallOutcome, UpstreamTool } from "../upstream/outcome.ts";
 import type { ArgsProblem } from "./args.ts";
 import type { PlainOutcome, ReceiptOutcome, SettleOutcome } from "./outcomes.ts";
+import type { Reset } from "./period.ts";
 import type {
+  AlertRecord,
   ApprovalAsked,
   ApprovalHold,
   AuditEntry,
@@ -23,10 +28,12 @@ import type {
   NewKey,
   NewUpstream,
   Org,
+  OrgBudget,
   ReceiptRecord,
   SandboxGrant,
   SandboxSettings,
   SigningKeyRecord,
+  StoredOrgRecord,
   ToolListing,
   ToolRecord,
   UpstreamRecord,
@@ -102,8 +109,12 @@ export type ReceiptFacts = {
   approval?: ApprovalEnvelope | null;
 };
 
-/** A signed receipt, ready to store: `sha256` is what the next receipt's prev_sha256 holds. */
-export type StoredReceipt = { id: string; kid: string; sha256: string; envelope: string };
+/**
+ * A signed receipt, ready to store: `sha256` is what the next receipt's prev_sha256 holds;
+ * `issuedAt` the time it carries, taken when it was signed inside the transaction that stores
+ * it (so a statement made in a later transaction sees every receipt issued before it).
+ */
+export type StoredReceipt = { id: string; kid: string; sha256: string; envelope: string; issuedAt: number };
 
 /**
  * Signs a receipt from its facts. The ledger calls it inside the transaction that stores the
@@ -113,7 +124,8 @@ export type ReceiptMaker = (facts: ReceiptFacts) => StoredReceipt;
 
 export type ReserveResult =
   | { kind: "reserved"; reservationId: number; remainingMc: number }
-  | { kind: "no_room"; receipt: StoredReceipt; remainingMc: number }
+  /** `short`: whose budget had no room, the key's own or its organization's; `alerts`: how many the refusal wrote. */
+  | { kind: "no_room"; receipt: StoredReceipt; remainingMc: number; short: "key" | "org"; alerts: number }
   /** FAILURES_PER_HOUR calls of this hour failed or are still running: an audit row, no count. */
   | { kind: "rate_limited"; remainingMc: number }
   | { kind: "key_gone" };
@@ -128,7 +140,8 @@ export type Settlement = {
 };
 
 export type SettleResult =
-  | { kind: "settled"; receipt: StoredReceipt; remainingMc: number }
+  /** `alerts`: how many budget alerts the charge wrote (in its own transaction). */
+  | { kind: "settled"; receipt: StoredReceipt; remainingMc: number; alerts: number }
   /** Someone settled it first (the abandoned-reservation sweep): nothing changed. */
   | { kind: "already_settled"; receipt: ReceiptRecord | null; outcome: SettleOutcome | null; remainingMc: number };
 
@@ -142,9 +155,12 @@ export interface MoneyLedger {
   recordPlainRefusal(ctx: CallContext, outcome: PlainOutcome): Promise<void>;
   /** 403: a signed receipt, a failure counted, no money moves. */
   refuseNotAllowed(ctx: CallContext, make: ReceiptMaker): Promise<{ receipt: StoredReceipt; remainingMc: number }>;
-  /** The one conditional reservation (budget, period reset and failure limit in one statement). */
+  /**
+   * The one conditional reservation: the key's budget and its organization's, the period resets
+   * and the failure limit are checked in one statement.
+   */
   reserve(ctx: CallContext, make: ReceiptMaker): Promise<ReserveResult>;
-  /** Charges or refunds an open reservation, into the period it was taken from. */
+  /** Charges or refunds an open reservation, into the periods (the key's, the org's) it was taken from. */
   settle(settlement: Settlement, make: ReceiptMaker): Promise<SettleResult>;
   /**
    * Ids of reservations nobody else will settle: this desk's own still open whose call started
@@ -256,6 +272,79 @@ export interface SandboxStore {
   grants(day: string, network: string): Promise<number>;
 }
 
+/** Signs an org's budget record from its fields; the ledger calls it inside the transaction that stores it. */
+export type OrgRecordMaker = (fields: OrgRecordFields) => StoredOrgRecord;
+
+/** A budget change: `budgetMc` null is unlimited; `reset` is needed with the first one and fixed after it (null: keep). */
+export type BudgetChange = { orgId: string; budgetMc: number | null; reset: Reset | null; now: number };
+
+export type BudgetChangeResult =
+  /** `record`: the budget_set written, or null when the budget was already this. */
+  | { kind: "set"; record: StoredOrgRecord | null; budget: OrgBudget }
+  | { kind: "missing" }
+  /** The first budget of an org needs its reset. */
+  | { kind: "reset_needed" }
+  /** The reset differs from the one the first record fixed. */
+  | { kind: "reset_fixed" }
+  /** Below what the org's current period already spent (charges and reservations). */
+  | { kind: "over_budget" };
+
+export type Topup = { orgId: string; amountMc: number; reference: string; now: number };
+
+export type TopupResult =
+  /** `existing`: a top-up with this reference and amount was already counted; this is its record. */
+  | { kind: "added" | "existing"; record: StoredOrgRecord; budget: OrgBudget }
+  | { kind: "missing" }
+  /** The org has no budget (unlimited, or none set yet): there is nothing to add to. */
+  | { kind: "unlimited" }
+  /** The reference was used with another amount. */
+  | { kind: "conflict" }
+  /** The budget would pass 2^53 - 1 mc. */
+  | { kind: "too_large" };
+
+/** What a statement is computed from, read in one transaction; `issuedAt` taken inside it. */
+export type StatementData = { issuedAt: number; records: StatementRecord[]; receipts: StatementReceipt[] };
+
+/** Organization budgets and their signed records (top-ups, budget changes). */
+export interface FinanceStore {
+  /** The org's budget; null when it never had one (unlimited, nothing counted) or there is no such org. */
+  budget(orgId: string): Promise<OrgBudget | null>;
+  /**
+   * Sets the budget and writes its signed budget_set record, in one transaction. The first one
+   * fixes the reset and counts what the org's current period already spent.
+   */
+  setBudget(change: BudgetChange, make: OrgRecordMaker): Promise<BudgetChangeResult>;
+  /** Adds to the budget and writes its signed topup record, once per reference, in one transaction. */
+  topUp(topup: Topup, make: OrgRecordMaker): Promise<TopupResult>;
+  /** The org's records in chain order. */
+  records(orgId: string): Promise<StoredOrgRecord[]>;
+  /**
+   * The org's records, and its receipts issued before `issuedAt`, read in one transaction that
+   * takes `issuedAt` from `clock` once it holds the ledger: every receipt issued before that
+   * moment is committed and among them.
+   */
+  statementData(orgId: string, clock: Clock): Promise<StatementData>;
+  /** The org's alert thresholds; null when there is no such org. */
+  thresholds(orgId: string): Promise<readonly number[] | null>;
+  /** False when there is no such org. */
+  setThresholds(orgId: string, thresholds: readonly number[]): Promise<boolean>;
+}
+
+/**
+ * The alert outbox (SPEC 8.17): the money path writes alerts in the transaction of the charge or
+ * refusal that raised them; the delivery loop drains them (AlertOutbox); the operator lists them.
+ */
+export interface AlertStore extends AlertOutbox {
+  /** Newest first, optionally of one org. */
+  list(filter: { orgId: string | null; limit: number }): Promise<AlertRecord[]>;
+  /**
+   * Frees the leases of attempts no process is running any more, so their alerts are sent again
+   * at once under their ids (SQLite: every lease, as one desk holds the data directory;
+   * PostgreSQL: those of this node's id, never another live node's).
+   */
+  releaseLeases(): Promise<number>;
+}
+
 /**
  * Upstream credentials: each upstream's sealed fields (credential-store.ts), which only the
  * desk's sealing key opens. Every write is durable when it resolves (a rotated refresh token
@@ -288,6 +377,8 @@ export interface DeskLedger {
   readonly catalog: CatalogStore;
   readonly records: RecordStore;
   readonly sandbox: SandboxStore;
+  readonly finance: FinanceStore;
+  readonly alerts: AlertStore;
   readonly credentials: CredentialStores;
   readonly check: LedgerCheck;
   /** Whether the ledger can serve calls now (GET /healthz): reachable, and this node's lease held. */

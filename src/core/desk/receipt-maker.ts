@@ -1,14 +1,20 @@
 // The one mapping from what the ledger knows about a call (ReceiptFacts) to a signed receipt,
 // for the desk and for anything else that drives the ledger (the multi-process test worker).
-import type { ReceiptMaker } from "./ports.ts";
+import type { Clock, ReceiptMaker } from "./ports.ts";
 import { type Envelope, type ReceiptSigner, sha256Hex } from "../receipt/index.ts";
 
-/** A ReceiptMaker signing with `signer`; `onSigned` sees each envelope as it is made. */
-export function receiptMakerFor(signer: ReceiptSigner, onSigned: (envelope: Envelope) => void = () => {}): ReceiptMaker {
+/**
+ * A ReceiptMaker signing with `signer`; `onSigned` sees each envelope as it is made. With a
+ * `clock`, a receipt is issued when it is signed (never before its facts say): the ledger signs
+ * inside the transaction that stores it, so issue order is commit order, and a statement made
+ * in a later transaction holds every receipt issued before it.
+ */
+export function receiptMakerFor(signer: ReceiptSigner, onSigned: (envelope: Envelope) => void = () => {}, clock?: Clock): ReceiptMaker {
   return (f) => {
+    const issuedAt = clock === undefined ? f.issuedAt : Math.max(f.issuedAt, clock());
     const envelope = signer.sign({
       id: f.receiptId,
-      issued_at: new Date(f.issuedAt).toISOString(),
+      issued_at: new Date(issuedAt).toISOString(),
       org_id: f.orgId,
       key_id: f.keyId,
       tool: f.tool,
@@ -33,6 +39,7 @@ export function receiptMakerFor(signer: ReceiptSigner, onSigned: (envelope: Enve
       // The chain hashes the payload bytes as signed.
       sha256: sha256Hex(Buffer.from(envelope.payload, "base64url")),
       envelope: JSON.stringify(envelope),
+      issuedAt,
     };
   };
 }

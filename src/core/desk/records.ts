@@ -1,6 +1,7 @@
 // What the desk keeps, as the domain reads it: organizations, keys, upstreams and tools, receipts,
 // audit entries, signing keys, the sandbox. Every ledger adapter returns these (no storage types:
 // no integer booleans, no JSON text to parse again), and takes them back through the ports.
+import type { OrgRecord } from "../finance/org-records.ts";
 import type { ReceiptJwk } from "../receipt/index.ts";
 import type { RestOperation } from "../rest/operation.ts";
 import type { AuthSettings } from "../upstream/auth-config.ts";
@@ -28,6 +29,8 @@ export type DeskKey = {
   /** The UTC hour `failCount` counts in (the failure limit, SPEC 8.3). */
   failHour: string;
   failCount: number;
+  /** Percentages of the budget whose crossing raises an alert (SPEC 8.17). */
+  alertThresholds: readonly number[];
   /** A call priced above this waits for a person (approval.ts); null: never. */
   approveAboveMc: number | null;
 };
@@ -48,6 +51,8 @@ export type NewKey = {
   /** Absent: null (never waits for a person). */
   approveAboveMc?: number | null;
   now: number;
+  /** Default: DEFAULT_THRESHOLDS. */
+  alertThresholds?: readonly number[];
 };
 
 /** What an operator may change on a key (reset is fixed at creation). */
@@ -57,6 +62,7 @@ export type KeyPatch = {
   allow?: readonly string[];
   prices?: Readonly<Record<string, number>>;
   expiresAt?: number | null;
+  alertThresholds?: readonly number[];
   approveAboveMc?: number | null;
 };
 
@@ -170,6 +176,48 @@ export type SandboxGrant = {
   dayLimit: number;
   org: Org;
   key: NewKey;
+};
+
+/**
+ * An organization's budget: every key of the org draws on it as well as on its own. Kept from the
+ * org's first budget record on; the spend is counted while the budget is unlimited too, so a
+ * budget set later starts from what the period already spent.
+ */
+export type OrgBudget = {
+  /** null: unlimited. */
+  budgetMc: number | null;
+  /** Fixed by the org's first budget record. */
+  reset: Reset;
+  /** The period `spentMc` belongs to (the org's latest). */
+  period: string;
+  spentMc: number;
+};
+
+/** A signed budget record (`topup`, `budget_set`) as stored: `sha256` is what the next record's prev_sha256 holds. */
+export type StoredOrgRecord = { record: OrgRecord; sha256: string; envelope: string };
+
+export type AlertScope = "key" | "org";
+
+/** A budget alert in the outbox, with its delivery state. */
+export type AlertRecord = {
+  id: string;
+  scope: AlertScope;
+  /** The key or the org whose budget it is about. */
+  subjectId: string;
+  orgId: string;
+  keyId: string;
+  period: string;
+  thresholdPct: number;
+  budgetMc: number;
+  /** The exact bytes every attempt sends (canonical JSON of the event). */
+  body: string;
+  createdAt: number;
+  /** When the next attempt is due (while neither delivered nor given up). */
+  nextAt: number;
+  attempts: number;
+  lastError: string | null;
+  deliveredAt: number | null;
+  gaveUpAt: number | null;
 };
 
 /** What the desk recorded of the spend ask it sent for a reserved call (MoneyLedger.awaitApproval). */

@@ -9,6 +9,31 @@ export type OrgView = { org_id: string; name: string; created_at: string };
 
 export type CreatedOrgView = { org_id: string; name: string };
 
+/** An org budget in its current period; `budget_mc` and `remaining_mc` null are unlimited. */
+export type OrgBudgetView = { budget_mc: number | null; reset: "none" | "daily" | "monthly"; period: string; spent_mc: number; remaining_mc: number | null };
+
+/** A budget alert and its delivery state (SPEC 8.17); `event` is the body every attempt sends. */
+export type AlertView = {
+  alert_id: string;
+  scope: "key" | "org";
+  org_id: string;
+  key_id: string;
+  period: string;
+  threshold_pct: number;
+  budget_mc: number;
+  created_at: string;
+  state: "pending" | "delivered" | "given_up";
+  attempts: number;
+  last_error: string | null;
+  next_attempt_at: string | null;
+  delivered_at: string | null;
+  gave_up_at: string | null;
+  event: unknown;
+};
+
+/** One org with its budget (null: it never had one, so unlimited). */
+export type OrgDetailView = OrgView & { budget: OrgBudgetView | null; alert_thresholds: readonly number[] };
+
 export type KeyView = {
   key_id: string;
   org_id: string;
@@ -23,6 +48,7 @@ export type KeyView = {
   expires_at: string | null;
   revoked_at: string | null;
   created_at: string;
+  alert_thresholds: readonly number[];
   /** A call priced above this waits for a person on the approver; null: never. */
   approve_above_mc: number | null;
 };

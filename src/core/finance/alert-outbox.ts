@@ -14,7 +14,7 @@ export type OutboxAlert = {
 
 /**
  * What the delivery loop needs from the ledger. Every method is one transaction; the SQLite
- * ledger and, later, the PostgreSQL one implement it and pass the same contract suite
+ * ledger and the PostgreSQL one implement it and pass the same contract suite
  * (test/helpers/alert-outbox-contract.ts).
  */
 export interface AlertOutbox {

@@ -162,3 +162,83 @@ export function alertEventProblem(value: unknown): string | null {
   if (d.remaining_mc !== Math.max(0, (d.budget_mc as number) - (d.spent_mc as number))) return "data.remaining_mc is not budget_mc − spent_mc";
   return null;
 }
+
+/** An outcome as one budget scope (a key, or its org) saw it, in the transaction that wrote it. */
+export type ScopeOutcome = {
+  scope: "key" | "org";
+  /** The key's or the org's id. */
+  subjectId: string;
+  orgId: string;
+  keyId: string;
+  /** The scope's budget period the outcome belongs to. */
+  period: string;
+  /** null: unlimited (no alert). */
+  budgetMc: number | null;
+  thresholds: readonly number[];
+  /** The scope's settled charges in `period` before the outcome (the same after a refusal). */
+  chargedBeforeMc: number;
+  chargedAfterMc: number;
+  cause: "charge" | "refusal";
+  tool: string;
+  receiptId: string;
+  /** The receipt's issued_at, milliseconds. */
+  at: number;
+};
+
+/** An alert row to write, unique on (scope, subjectId, period, thresholdPct, budgetMc). */
+export type NewAlert = {
+  id: string;
+  scope: "key" | "org";
+  subjectId: string;
+  orgId: string;
+  keyId: string;
+  period: string;
+  thresholdPct: number;
+  budgetMc: number;
+  body: string;
+  createdAt: number;
+};
+
+/**
+ * The alerts an outcome raises: a charge, each mark it crossed; a refusal for want of budget,
+ * each mark it reached (reachedByRefusal). The ledger writes them in the outcome's transaction
+ * and skips any whose unique key is taken: one alert per threshold per period and budget.
+ */
+export function alertsOf(o: ScopeOutcome, newAlertId: () => string): NewAlert[] {
+  if (o.budgetMc === null) return [];
+  const budget = o.budgetMc;
+  const crossings =
+    o.cause === "charge"
+      ? crossedByCharge(budget, o.chargedBeforeMc, o.chargedAfterMc, o.thresholds)
+      : reachedByRefusal(budget, o.chargedBeforeMc, o.thresholds);
+  const at = new Date(o.at).toISOString();
+  return crossings.map((crossing) => {
+    const id = newAlertId();
+    const event = alertEvent({
+      alert_id: id,
+      scope: o.scope,
+      org_id: o.orgId,
+      key_id: o.keyId,
+      period: o.period,
+      budget_mc: budget,
+      spent_mc: o.chargedAfterMc,
+      cause: o.cause,
+      tool: o.tool,
+      receipt_id: o.receiptId,
+      crossing,
+      at,
+    });
+    return {
+      id,
+      scope: o.scope,
+      subjectId: o.subjectId,
+      orgId: o.orgId,
+      keyId: o.keyId,
+      period: o.period,
+      thresholdPct: crossing.threshold_pct,
+      budgetMc: budget,
+      body: alertBody(event),
+      createdAt: o.at,
+    };
+  });
+}

@@ -11,6 +11,7 @@ export const OUTCOMES = [
   "charged",
   "refused_not_allowed",
   "refused_budget",
+  "refused_org_budget",
   "refunded_upstream_error",
   "refunded_timeout",
   "refunded_args_refused",

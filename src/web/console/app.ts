@@ -3,6 +3,7 @@
 import { api, token, whenSignedOut } from "./api.ts";
 import { field, fill, h, labelled } from "./dom.ts";
 import { auditPage } from "./page-audit.ts";
+import { financePage } from "./page-finance.ts";
 import { keysPage } from "./page-keys.ts";
 import { orgsPage } from "./page-orgs.ts";
 import { receiptsPage } from "./page-receipts.ts";
@@ -11,7 +12,7 @@ import { toolsPage } from "./page-tools.ts";
 import { upstreamsPage } from "./page-upstreams.ts";
 import { attempt, notify, type Page, setStatusLine } from "./ui.ts";
 
-const PAGES: Page[] = [orgsPage, keysPage, upstreamsPage, toolsPage, auditPage, receiptsPage, sandboxPage];
+const PAGES: Page[] = [orgsPage, keysPage, financePage, upstreamsPage, toolsPage, auditPage, receiptsPage, sandboxPage];
 
 const root = document.getElementById("app")!;
 

@@ -34,6 +34,7 @@ export const orgsPage: Page = {
           "td",
           { class: "actions" },
           h("a", { href: `#keys?org_id=${encodeURIComponent(o.org_id)}` }, "Keys"),
+          h("a", { href: `#finance?org_id=${encodeURIComponent(o.org_id)}` }, "Finance"),
           h("a", { href: `#audit?org_id=${encodeURIComponent(o.org_id)}` }, "Audit"),
         ),
       ),

@@ -1,6 +1,7 @@
 // The money invariants of `desk check` in SQL (the signatures and chains are checked by the
 // domain, core/desk/check.ts): for every key and period, spent = charges + open reservations;
-// the key row's spend equals its current period's; reservation and receipt counts agree.
+// the key row's spend equals its current period's; the same for organization budgets;
+// reservation and receipt counts agree.
 import type { LedgerCheck } from "../../../core/desk/ports.ts";
 import type { ReceiptRecord } from "../../../core/desk/records.ts";
 import { printable } from "../../../core/receipt/printable.ts";
@@ -15,13 +16,16 @@ export class SqliteCheck implements LedgerCheck {
     const problems: string[] = [];
     const rows = db
       .query(
-        `SELECT s.key_id, s.period, s.spent_mc,
+        `SELECT s.key_id, s.period, s.spent_mc, s.charged_mc AS counted_charges,
            coalesce((SELECT sum(amount_mc) FROM receipts r WHERE r.key_id = s.key_id AND r.period = s.period AND r.outcome = 'charged'), 0) AS charged,
            coalesce((SELECT sum(price_mc) FROM reservations v WHERE v.key_id = s.key_id AND v.period = s.period AND v.state = 'open'), 0) AS open
          FROM spend s ORDER BY s.key_id, s.period`,
       )
-      .all() as { key_id: string; period: string; spent_mc: number; charged: number; open: number }[];
+      .all() as { key_id: string; period: string; spent_mc: number; counted_charges: number; charged: number; open: number }[];
     for (const r of rows) {
+      if (r.counted_charges !== r.charged) {
+        problems.push(`key ${printable(r.key_id)} period ${printable(r.period)}: ${r.counted_charges} mc counted as charged, but charges ${r.charged}`);
+      }
       if (r.spent_mc !== r.charged + r.open) {
         problems.push(
           `key ${printable(r.key_id)} period ${printable(r.period)}: spent ${r.spent_mc} mc, but charges ${r.charged} + open reservations ${r.open}`,
@@ -36,12 +40,40 @@ export class SqliteCheck implements LedgerCheck {
     for (const k of keys) {
       if (k.spent_mc !== k.period_spent) problems.push(`key ${printable(k.id)}: spent ${k.spent_mc} mc on the key, ${k.period_spent} mc in its period`);
     }
+    // The same for organization budgets: what each org period spent is its charged and open reservations.
+    const orgRows = db
+      .query(
+        `SELECT s.org_id, s.period, s.spent_mc, s.charged_mc AS counted_charges,
+           coalesce((SELECT sum(price_mc) FROM reservations v WHERE v.org_id = s.org_id AND v.org_period = s.period AND v.outcome = 'charged'), 0) AS charged,
+           coalesce((SELECT sum(price_mc) FROM reservations v WHERE v.org_id = s.org_id AND v.org_period = s.period
+             AND (v.state = 'open' OR v.outcome = 'charged')), 0) AS counted
+         FROM org_spend s ORDER BY s.org_id, s.period`,
+      )
+      .all() as { org_id: string; period: string; spent_mc: number; counted_charges: number; charged: number; counted: number }[];
+    for (const r of orgRows) {
+      if (r.counted_charges !== r.charged) {
+        problems.push(`org ${printable(r.org_id)} period ${printable(r.period)}: ${r.counted_charges} mc counted as charged, but charges ${r.charged}`);
+      }
+      if (r.spent_mc !== r.counted) {
+        problems.push(`org ${printable(r.org_id)} period ${printable(r.period)}: spent ${r.spent_mc} mc, but charges and open reservations ${r.counted}`);
+      }
+    }
+    const orgs = db
+      .query(
+        "SELECT o.org_id, o.spent_mc, coalesce(s.spent_mc, 0) AS period_spent FROM org_budgets o LEFT JOIN org_spend s ON s.org_id = o.org_id AND s.period = o.period",
+      )
+      .all() as { org_id: string; spent_mc: number; period_spent: number }[];
+    for (const o of orgs) {
+      if (o.spent_mc !== o.period_spent) problems.push(`org ${printable(o.org_id)}: spent ${o.spent_mc} mc on its budget, ${o.period_spent} mc in its period`);
+    }
     const orphans = db
       .query(`SELECT count(*) AS n FROM receipts r WHERE r.outcome = 'charged' AND NOT EXISTS (SELECT 1 FROM keys k WHERE k.id = r.key_id)`)
       .get() as { n: number };
     if (orphans.n > 0) problems.push(`${orphans.n} charged receipts belong to no key`);
     const settled = db.query("SELECT count(*) AS n FROM reservations WHERE state = 'settled'").get() as { n: number };
-    const settledReceipts = db.query("SELECT count(*) AS n FROM receipts WHERE outcome NOT IN ('refused_not_allowed', 'refused_budget')").get() as {
+    const settledReceipts = db
+      .query("SELECT count(*) AS n FROM receipts WHERE outcome NOT IN ('refused_not_allowed', 'refused_budget', 'refused_org_budget')")
+      .get() as {
       n: number;
     };
     if (settled.n !== settledReceipts.n) {

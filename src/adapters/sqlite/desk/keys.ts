@@ -1,6 +1,7 @@
 // Organizations and agent keys in the SQLite desk ledger. A key's secret is stored only as its
 // lookup prefix and SHA-256; a presented secret is compared in constant time.
 import { periodOf } from "../../../core/desk/period.ts";
+import { DEFAULT_THRESHOLDS } from "../../../core/finance/alerts.ts";
 import { type KeyStore, LedgerConflict, type OrgStore } from "../../../core/desk/ports.ts";
 import type { DeskKey, KeyPatch, NewKey, Org } from "../../../core/desk/records.ts";
 import { constantTimeEqual } from "../../../core/desk/secrets.ts";
@@ -36,8 +37,9 @@ export class SqliteKeys implements KeyStore {
   createNow(k: NewKey): void {
     this.sql.db
       .query(
-        `INSERT INTO keys (id, org_id, name, lookup, secret_sha256, budget_mc, spent_mc, reset, period, allow, prices, expires_at, created_at, approve_above_mc)
-         VALUES (?, ?, ?, ?, ?, ?, 0, ?, ?, ?, ?, ?, ?, ?)`,
+        `INSERT INTO keys (id, org_id, name, lookup, secret_sha256, budget_mc, spent_mc, reset, period, allow, prices, expires_at, created_at, alert_thresholds,
+           approve_above_mc)
+         VALUES (?, ?, ?, ?, ?, ?, 0, ?, ?, ?, ?, ?, ?, ?, ?)`,
       )
       .run(
         k.id,
@@ -52,6 +54,7 @@ export class SqliteKeys implements KeyStore {
         JSON.stringify(k.prices),
         k.expiresAt,
         k.now,
+        JSON.stringify(k.alertThresholds ?? DEFAULT_THRESHOLDS),
         k.approveAboveMc ?? null,
       );
   }
@@ -96,7 +99,7 @@ export class SqliteKeys implements KeyStore {
       try {
         this.sql.db
           .query(
-            `UPDATE keys SET name = :name, budget_mc = :budget, allow = :allow, prices = :prices, expires_at = :expires,
+            `UPDATE keys SET name = :name, budget_mc = :budget, allow = :allow, prices = :prices, expires_at = :expires, alert_thresholds = :thresholds,
                approve_above_mc = :approveAbove,
                spent_mc = CASE WHEN :period >= period THEN ${SPENT_IN_PERIOD} ELSE spent_mc END,
                period = CASE WHEN :period >= period THEN :period ELSE period END
@@ -108,6 +111,7 @@ export class SqliteKeys implements KeyStore {
             allow: patch.allow === undefined ? key.allow : JSON.stringify(patch.allow),
             prices: patch.prices === undefined ? key.prices : JSON.stringify(patch.prices),
             expires: patch.expiresAt === undefined ? key.expires_at : patch.expiresAt,
+            thresholds: patch.alertThresholds === undefined ? key.alert_thresholds : JSON.stringify(patch.alertThresholds),
             approveAbove: patch.approveAboveMc === undefined ? key.approve_above_mc : patch.approveAboveMc,
             period: periodOf(key.reset, now),
             id,

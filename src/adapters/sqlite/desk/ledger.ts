@@ -4,12 +4,14 @@
 import type { Database } from "bun:sqlite";
 import type { DeskLedger } from "../../../core/desk/ports.ts";
 import { openLedger } from "../database.ts";
+import { SqliteAlerts } from "./alerts.ts";
 import { SqliteCatalog } from "./catalog.ts";
 import { SqliteCheck } from "./check.ts";
 import { type CheckpointResult, Checkpointer } from "./checkpointer.ts";
 import { sqlOf } from "./connection.ts";
 import { SqliteCredentials } from "./credentials.ts";
 import { GroupCommit } from "./group-commit.ts";
+import { SqliteFinance } from "./finance.ts";
 import { SqliteKeys, SqliteOrgs } from "./keys.ts";
 import { DESK_MIGRATIONS } from "./migrations.ts";
 import { SqliteMoney } from "./money.ts";
@@ -35,6 +37,8 @@ export class SqliteDeskLedger implements DeskLedger {
   readonly catalog: SqliteCatalog;
   readonly records: SqliteRecords;
   readonly sandbox: SqliteSandbox;
+  readonly finance: SqliteFinance;
+  readonly alerts: SqliteAlerts;
   readonly credentials: SqliteCredentials;
   readonly check: SqliteCheck;
   readonly #db: Database;
@@ -51,12 +55,14 @@ export class SqliteDeskLedger implements DeskLedger {
     });
     const sql = sqlOf(this.#db);
     this.#commit = new GroupCommit(sql);
-    this.money = new SqliteMoney(sql, this.#commit);
+    this.alerts = new SqliteAlerts(sql);
+    this.money = new SqliteMoney(sql, this.#commit, this.alerts);
     this.orgs = new SqliteOrgs(sql);
     this.keys = new SqliteKeys(sql);
     this.catalog = new SqliteCatalog(sql);
     this.records = new SqliteRecords(sql);
     this.sandbox = new SqliteSandbox(sql, this.orgs, this.keys);
+    this.finance = new SqliteFinance(sql);
     this.credentials = new SqliteCredentials(sql);
     this.check = new SqliteCheck(sql);
     this.#checkpointer =

@@ -220,6 +220,89 @@ const RECEIPTS_BY_ORG = `
 CREATE INDEX receipts_by_org ON receipts(org_id);
 `;
 
+// Organization budgets (SPEC 8.16): the org's spend in its latest period beside its budget
+// (under the same CHECK as a key's), the spend of every period kept so a refund goes back to the
+// period it was reserved from, the org period each reservation drew on, and the signed budget
+// records of each org (append-only, one chain per org, each top-up reference once).
+const V9 = `
+CREATE TABLE org_budgets (
+  org_id TEXT PRIMARY KEY REFERENCES orgs(id),
+  budget_mc INTEGER CHECK (budget_mc IS NULL OR budget_mc >= 0),
+  reset TEXT NOT NULL CHECK (reset IN ('none', 'daily', 'monthly')),
+  period TEXT NOT NULL,
+  spent_mc INTEGER NOT NULL DEFAULT 0,
+  CHECK (spent_mc >= 0 AND (budget_mc IS NULL OR spent_mc <= budget_mc))
+) STRICT;
+
+CREATE TABLE org_spend (
+  org_id TEXT NOT NULL REFERENCES orgs(id),
+  period TEXT NOT NULL,
+  spent_mc INTEGER NOT NULL CHECK (spent_mc >= 0),
+  PRIMARY KEY (org_id, period)
+) STRICT, WITHOUT ROWID;
+
+ALTER TABLE reservations ADD COLUMN org_period TEXT;
+
+CREATE TABLE org_records (
+  org_id TEXT NOT NULL REFERENCES orgs(id),
+  seq INTEGER NOT NULL CHECK (seq >= 1),
+  id TEXT NOT NULL UNIQUE,
+  type TEXT NOT NULL CHECK (type IN ('topup', 'budget_set')),
+  issued_at INTEGER NOT NULL,
+  amount_mc INTEGER NOT NULL CHECK (amount_mc >= 0),
+  budget_mc INTEGER,
+  reference TEXT,
+  sha256 TEXT NOT NULL,
+  envelope TEXT NOT NULL,
+  PRIMARY KEY (org_id, seq),
+  UNIQUE (org_id, reference)
+) STRICT;
+CREATE TRIGGER org_records_no_update BEFORE UPDATE ON org_records BEGIN SELECT RAISE(ABORT, 'budget records are append-only'); END;
+CREATE TRIGGER org_records_no_delete BEFORE DELETE ON org_records BEGIN SELECT RAISE(ABORT, 'budget records are append-only'); END;
+`;
+
+// Budget alerts (SPEC 8.17): the settled charges of each key and org period (what thresholds
+// are measured against; an open reservation may still be refunded), the thresholds of each key
+// and org, and the alert outbox: one row per (scope, subject, period, threshold, budget),
+// written in the transaction of the charge or refusal that raised it, whatever the concurrency.
+// A lease is its own column beside the next attempt, so a restarted desk (the only one on its
+// data directory) can free the leases of the process that died.
+const V10 = `
+ALTER TABLE spend ADD COLUMN charged_mc INTEGER NOT NULL DEFAULT 0 CHECK (charged_mc >= 0);
+UPDATE spend SET charged_mc = coalesce(
+  (SELECT sum(r.amount_mc) FROM receipts r WHERE r.key_id = spend.key_id AND r.period = spend.period AND r.outcome = 'charged'), 0);
+ALTER TABLE org_spend ADD COLUMN charged_mc INTEGER NOT NULL DEFAULT 0 CHECK (charged_mc >= 0);
+ALTER TABLE keys ADD COLUMN alert_thresholds TEXT NOT NULL DEFAULT '[80,100]';
+ALTER TABLE orgs ADD COLUMN alert_thresholds TEXT NOT NULL DEFAULT '[80,100]';
+
+CREATE TABLE alerts (
+  id TEXT PRIMARY KEY,
+  scope TEXT NOT NULL CHECK (scope IN ('key', 'org')),
+  subject_id TEXT NOT NULL,
+  org_id TEXT NOT NULL,
+  key_id TEXT NOT NULL,
+  period TEXT NOT NULL,
+  threshold_pct INTEGER NOT NULL CHECK (threshold_pct BETWEEN 1 AND 100),
+  budget_mc INTEGER NOT NULL,
+  body TEXT NOT NULL,
+  created_at INTEGER NOT NULL,
+  next_at INTEGER NOT NULL,
+  leased_until INTEGER,
+  attempts INTEGER NOT NULL DEFAULT 0,
+  last_error TEXT,
+  delivered_at INTEGER,
+  gave_up_at INTEGER,
+  UNIQUE (scope, subject_id, period, threshold_pct, budget_mc)
+) STRICT;
+CREATE INDEX alerts_due ON alerts(next_at) WHERE delivered_at IS NULL AND gave_up_at IS NULL;
+CREATE INDEX alerts_org ON alerts(org_id, created_at);
+-- What an alert says is fixed once written (its id is what receivers dedupe on): only its
+-- delivery state changes, and nothing deletes one.
+CREATE TRIGGER alerts_fixed BEFORE UPDATE OF id, scope, subject_id, org_id, key_id, period, threshold_pct, budget_mc, body, created_at ON alerts
+  BEGIN SELECT RAISE(ABORT, 'an alert is fixed once written'); END;
+CREATE TRIGGER alerts_no_delete BEFORE DELETE ON alerts BEGIN SELECT RAISE(ABORT, 'alerts are kept'); END;
+`;
+
 export const DESK_MIGRATIONS: readonly Migration[] = [
   { name: "desk ledger", sql: V1 },
   { name: "desk sandbox", sql: V2 },
@@ -229,4 +312,6 @@ export const DESK_MIGRATIONS: readonly Migration[] = [
   { name: "desk rest upstreams and credentials", sql: V6 },
   { name: "desk approvals", sql: V7 },
   { name: "desk receipts by org", sql: RECEIPTS_BY_ORG },
+  { name: "desk org budgets", sql: V9 },
+  { name: "desk budget alerts", sql: V10 },
 ];

@@ -1,6 +1,6 @@
 // The money path in SQLite. Money is integer millicents. Nothing reads then writes outside one
-// IMMEDIATE transaction: the reservation is one conditional UPDATE (the period reset and the
-// failure limit folded in), and each settlement moves the money, appends the receipt and appends
+// IMMEDIATE transaction: the reservation is one conditional UPDATE (the key's budget, its
+// organization's, the period resets and the failure limit folded in), and each settlement moves the money, appends the receipt and appends
 // the audit row in one transaction, so a crash leaves all three or none. Every method runs in the
 // group commit (group-commit.ts), one savepoint each.
 import { FAILURES_PER_HOUR } from "../../../core/desk/limits.ts";
@@ -20,8 +20,11 @@ import type { ApprovalAsked, ApprovalHold, HeldResult } from "../../../core/desk
 import { spentIn } from "../../../core/desk/records.ts";
 import type { ApprovalEnvelope } from "../../../core/receipt/index.ts";
 import { newId } from "../../../core/desk/secrets.ts";
+import { alertsOf, type ScopeOutcome } from "../../../core/finance/alerts.ts";
+import type { SqliteAlerts } from "./alerts.ts";
 import { SPENT_IN_PERIOD, type Sql } from "./connection.ts";
 import type { GroupCommit } from "./group-commit.ts";
+import { orgPeriodAt, orgPeriods, orgSpentAt } from "./org-sql.ts";
 import { type KeyRow, type ReceiptRow, type ReservationRow, receiptOf } from "./rows.ts";
 
 /** The key row's remaining budget in `period`, as `spentIn` reads it. */
@@ -31,6 +34,7 @@ export class SqliteMoney implements MoneyLedger {
   constructor(
     private readonly sql: Sql,
     private readonly commit: GroupCommit,
+    private readonly alerts: SqliteAlerts,
   ) {}
 
   /** Counted as a failure as countsAsFailure says (a 429 is not: it reached nothing). */
@@ -47,7 +51,7 @@ export class SqliteMoney implements MoneyLedger {
     return this.commit.run(() =>
       this.sql.immediate(() => {
         const key = this.countFailure(ctx.key.id, ctx.hour)!;
-        const remainingMc = remainingIn(key, ctx.period);
+        const remainingMc = this.roomOf(key, ctx.period, ctx.now);
         const call = recorded(ctx);
         const receipt = this.appendReceipt(call, make, "refused_not_allowed", 0, remainingMc, ctx.period);
         this.appendAudit(call, "refused_not_allowed", receipt.id);
@@ -62,7 +66,10 @@ export class SqliteMoney implements MoneyLedger {
    * can never together pass a budget, and a reset cannot reopen it twice. The period only moves
    * forward: a clock stepping back cannot reopen a spent period. The same statement counts the
    * call against the hour's failure limit before it reaches the upstream (settle takes it back
-   * when the call is charged): calls in flight cannot together pass the limit either.
+   * when the call is charged): calls in flight cannot together pass the limit either. It also
+   * checks the organization's budget (its room in the org's own period, which only moves
+   * forward too); the org's spend is then written in the same transaction, which no other
+   * writer can enter, and the org row's CHECK refuses a spend past its budget whatever happens.
    */
   reserve(ctx: CallContext, make: ReceiptMaker): Promise<ReserveResult> {
     return this.commit.run(() => this.reserveNow(ctx, make));
@@ -78,9 +85,19 @@ export class SqliteMoney implements MoneyLedger {
            WHERE id = :id AND revoked_at IS NULL AND (expires_at IS NULL OR expires_at > :now) AND :period >= period
              AND ${SPENT_IN_PERIOD} + :price <= budget_mc
              AND (CASE WHEN fail_hour = :hour THEN fail_count ELSE 0 END) < :failures
+             AND NOT EXISTS (SELECT 1 FROM org_budgets o WHERE o.org_id = keys.org_id
+               AND (${orgPeriodAt("o.")} < o.period OR (o.budget_mc IS NOT NULL AND ${orgSpentAt("o.")} + :price > o.budget_mc)))
            RETURNING budget_mc - spent_mc AS remaining`,
         )
-        .get({ id: ctx.key.id, period: ctx.period, price: ctx.priceMc, now: ctx.now, hour: ctx.hour, failures: FAILURES_PER_HOUR }) as {
+        .get({
+          id: ctx.key.id,
+          period: ctx.period,
+          price: ctx.priceMc,
+          now: ctx.now,
+          hour: ctx.hour,
+          failures: FAILURES_PER_HOUR,
+          ...orgPeriods(ctx.now),
+        }) as {
         remaining: number;
       } | null;
       if (reserved !== null) {
@@ -88,27 +105,171 @@ export class SqliteMoney implements MoneyLedger {
           `INSERT INTO spend (key_id, period, spent_mc) VALUES (?, ?, ?)
            ON CONFLICT (key_id, period) DO UPDATE SET spent_mc = spent_mc + excluded.spent_mc`,
         ).run(ctx.key.id, ctx.period, ctx.priceMc);
+        const org = this.reserveOrg(ctx.key.orgId, ctx.priceMc, ctx.now);
         const res = db
           .query(
-            `INSERT INTO reservations (key_id, org_id, tool, period, price_mc, upstream_cost_mc, params_sha256, created_at, state)
-             VALUES (?, ?, ?, ?, ?, ?, ?, ?, 'open') RETURNING id`,
+            `INSERT INTO reservations (key_id, org_id, tool, period, price_mc, upstream_cost_mc, params_sha256, created_at, state, org_period)
+             VALUES (?, ?, ?, ?, ?, ?, ?, ?, 'open', ?) RETURNING id`,
           )
-          .get(ctx.key.id, ctx.key.orgId, ctx.tool, ctx.period, ctx.priceMc, ctx.upstreamCostMc, ctx.paramsSha256, ctx.now) as { id: number };
-        return { kind: "reserved", reservationId: res.id, remainingMc: reserved.remaining };
+          .get(ctx.key.id, ctx.key.orgId, ctx.tool, ctx.period, ctx.priceMc, ctx.upstreamCostMc, ctx.paramsSha256, ctx.now, org?.period ?? null) as {
+          id: number;
+        };
+        return { kind: "reserved", reservationId: res.id, remainingMc: lesser(reserved.remaining, org?.remaining ?? null) };
       }
       const now = db.query("SELECT * FROM keys WHERE id = ?").get(ctx.key.id) as KeyRow | null;
       if (now === null || now.revoked_at !== null || (now.expires_at !== null && now.expires_at <= ctx.now)) return { kind: "key_gone" };
       if (now.fail_hour === ctx.hour && now.fail_count >= FAILURES_PER_HOUR) {
         this.appendAudit(recorded(ctx), "refused_rate_limited", null);
-        return { kind: "rate_limited", remainingMc: remainingIn(now, ctx.period) };
+        return { kind: "rate_limited", remainingMc: this.roomOf(now, ctx.period, ctx.now) };
       }
+      // The key's own budget is named first when both are short: raising the org's would not help.
+      const short = ctx.period < now.period || remainingIn(now, ctx.period) < ctx.priceMc ? "key" : "org";
+      const outcome = short === "key" ? "refused_budget" : "refused_org_budget";
       const key = this.countFailure(ctx.key.id, ctx.hour)!;
-      const remainingMc = remainingIn(key, ctx.period);
+      const remainingMc = this.roomOf(key, ctx.period, ctx.now);
       const call = recorded(ctx);
-      const receipt = this.appendReceipt(call, make, "refused_budget", 0, remainingMc, ctx.period);
-      this.appendAudit(call, "refused_budget", receipt.id);
-      return { kind: "no_room", receipt, remainingMc };
+      const receipt = this.appendReceipt(call, make, outcome, 0, remainingMc, ctx.period);
+      this.appendAudit(call, outcome, receipt.id);
+      const refused = short === "key" ? this.keyRefusal(key, ctx, receipt.id) : this.orgRefusal(key.org_id, ctx, receipt.id);
+      const alerts = refused === null ? 0 : this.alerts.writeNow(alertsOf(refused, () => newId("alrt")));
+      return { kind: "no_room", receipt, remainingMc, short, alerts };
     });
+  }
+
+  /** The key's scope as a budget refusal saw it (in its period at the call; none when its clock stepped back). */
+  private keyRefusal(key: KeyRow, ctx: CallContext, receiptId: string): ScopeOutcome | null {
+    if (ctx.period < key.period) return null;
+    const charged = this.sql.db.query("SELECT charged_mc FROM spend WHERE key_id = ? AND period = ?").get(key.id, ctx.period) as { charged_mc: number } | null;
+    const chargedMc = charged?.charged_mc ?? 0;
+    return {
+      scope: "key",
+      subjectId: key.id,
+      orgId: key.org_id,
+      keyId: key.id,
+      period: ctx.period,
+      budgetMc: key.budget_mc,
+      thresholds: JSON.parse(key.alert_thresholds) as number[],
+      chargedBeforeMc: chargedMc,
+      chargedAfterMc: chargedMc,
+      cause: "refusal",
+      tool: ctx.tool,
+      receiptId,
+      at: ctx.now,
+    };
+  }
+
+  /** The org's scope as a refusal for want of its budget saw it (none when the org's period at `now` is behind its row's). */
+  private orgRefusal(orgId: string, ctx: CallContext, receiptId: string): ScopeOutcome | null {
+    const org = this.orgScope(orgId, ctx.now);
+    if (org === null || org.period < org.rowPeriod) return null;
+    return {
+      ...org.scope,
+      keyId: ctx.key.id,
+      chargedBeforeMc: org.chargedMc,
+      chargedAfterMc: org.chargedMc,
+      cause: "refusal",
+      tool: ctx.tool,
+      receiptId,
+      at: ctx.now,
+    };
+  }
+
+  /** The org's budget, thresholds and settled charges in its period at `now`; null without a budget row. */
+  private orgScope(orgId: string, now: number) {
+    const row = this.sql.db
+      .query(
+        `SELECT o.budget_mc, o.period AS row_period, ${orgPeriodAt("o.")} AS period, g.alert_thresholds,
+           coalesce((SELECT s.charged_mc FROM org_spend s WHERE s.org_id = o.org_id AND s.period = ${orgPeriodAt("o.")}), 0) AS charged
+         FROM org_budgets o JOIN orgs g ON g.id = o.org_id WHERE o.org_id = :org`,
+      )
+      .get({ org: orgId, ...orgPeriods(now) }) as {
+      budget_mc: number | null;
+      row_period: string;
+      period: string;
+      alert_thresholds: string;
+      charged: number;
+    } | null;
+    if (row === null) return null;
+    return {
+      period: row.period,
+      rowPeriod: row.row_period,
+      chargedMc: row.charged,
+      scope: {
+        scope: "org" as const,
+        subjectId: orgId,
+        orgId,
+        period: row.period,
+        budgetMc: row.budget_mc,
+        thresholds: JSON.parse(row.alert_thresholds) as number[],
+      },
+    };
+  }
+
+  /**
+   * A charge counts in the settled charges of the key's period and the org's, and raises the
+   * alerts of every threshold it crossed in either, in the charge's own transaction.
+   */
+  private chargeAlerts(res: ReservationRow, key: KeyRow, receiptId: string, now: number): number {
+    const db = this.sql.db;
+    const outcomes: ScopeOutcome[] = [];
+    const k = db
+      .query("UPDATE spend SET charged_mc = charged_mc + ? WHERE key_id = ? AND period = ? RETURNING charged_mc")
+      .get(res.price_mc, res.key_id, res.period) as {
+      charged_mc: number;
+    };
+    const common = { keyId: res.key_id, orgId: key.org_id, cause: "charge" as const, tool: res.tool, receiptId, at: now };
+    outcomes.push({
+      ...common,
+      scope: "key",
+      subjectId: res.key_id,
+      period: res.period,
+      budgetMc: key.budget_mc,
+      thresholds: JSON.parse(key.alert_thresholds) as number[],
+      chargedBeforeMc: k.charged_mc - res.price_mc,
+      chargedAfterMc: k.charged_mc,
+    });
+    if (res.org_period !== null) {
+      const o = db
+        .query("UPDATE org_spend SET charged_mc = charged_mc + ? WHERE org_id = ? AND period = ? RETURNING charged_mc")
+        .get(res.price_mc, res.org_id, res.org_period) as { charged_mc: number };
+      const org = db.query("SELECT o.budget_mc, g.alert_thresholds FROM org_budgets o JOIN orgs g ON g.id = o.org_id WHERE o.org_id = ?").get(res.org_id) as {
+        budget_mc: number | null;
+        alert_thresholds: string;
+      };
+      outcomes.push({
+        ...common,
+        scope: "org",
+        subjectId: res.org_id,
+        period: res.org_period,
+        budgetMc: org.budget_mc,
+        thresholds: JSON.parse(org.alert_thresholds) as number[],
+        chargedBeforeMc: o.charged_mc - res.price_mc,
+        chargedAfterMc: o.charged_mc,
+      });
+    }
+    let written = 0;
+    for (const outcome of outcomes) written += this.alerts.writeNow(alertsOf(outcome, () => newId("alrt")));
+    return written;
+  }
+
+  /**
+   * Adds a reserved price to the org's spend in its period at `now` (the reservation's UPDATE
+   * checked the room): the org's period, its remaining room; null when the org keeps no budget.
+   */
+  private reserveOrg(orgId: string, priceMc: number, now: number): { period: string; remaining: number | null } | null {
+    const db = this.sql.db;
+    const org = db
+      .query(
+        `UPDATE org_budgets SET spent_mc = ${orgSpentAt("")} + :price, period = ${orgPeriodAt("")}
+         WHERE org_id = :org RETURNING period, budget_mc - spent_mc AS remaining`,
+      )
+      .get({ org: orgId, price: priceMc, ...orgPeriods(now) }) as { period: string; remaining: number | null } | null;
+    if (org === null) return null;
+    db.query(
+      `INSERT INTO org_spend (org_id, period, spent_mc) VALUES (?, ?, ?)
+       ON CONFLICT (org_id, period) DO UPDATE SET spent_mc = spent_mc + excluded.spent_mc`,
+    ).run(orgId, org.period, priceMc);
+    return org;
   }
 
   /**
@@ -135,7 +296,7 @@ export class SqliteMoney implements MoneyLedger {
           kind: "already_settled",
           receipt: receipt === null ? null : receiptOf(receipt),
           outcome: prior.outcome,
-          remainingMc: this.remainingOf(prior.key_id, prior.period),
+          remainingMc: this.remainingOf(prior.key_id, prior.period, now),
         };
       }
       const charged = outcome === "charged";
@@ -154,8 +315,11 @@ export class SqliteMoney implements MoneyLedger {
               .query("UPDATE keys SET spent_mc = CASE WHEN period = :period THEN spent_mc - :price ELSE spent_mc END WHERE id = :id RETURNING *")
               .get({ id: res.key_id, period: res.period, price: res.price_mc })
       ) as KeyRow;
-      if (!charged) db.query("UPDATE spend SET spent_mc = spent_mc - ? WHERE key_id = ? AND period = ?").run(res.price_mc, res.key_id, res.period);
-      const remainingMc = remainingIn(key, periodOf(key.reset, now));
+      if (!charged) {
+        db.query("UPDATE spend SET spent_mc = spent_mc - ? WHERE key_id = ? AND period = ?").run(res.price_mc, res.key_id, res.period);
+        if (res.org_period !== null) this.refundOrg(res.org_id, res.org_period, res.price_mc);
+      }
+      const remainingMc = this.roomOf(key, periodOf(key.reset, now), now);
       const call: Recorded = {
         keyId: res.key_id,
         orgId: key.org_id,
@@ -169,7 +333,8 @@ export class SqliteMoney implements MoneyLedger {
       const bound = res.approval === null ? (approval ?? null) : (JSON.parse(res.approval) as ApprovalEnvelope);
       const receipt = this.appendReceipt(call, make, outcome, charged ? res.price_mc : 0, remainingMc, res.period, resultSha256, receiptId, bound);
       this.appendAudit(call, outcome, receipt.id);
-      return { kind: "settled", receipt, remainingMc };
+      const alerts = charged ? this.chargeAlerts(res, key, receipt.id, now) : 0;
+      return { kind: "settled", receipt, remainingMc, alerts };
     });
   }
 
@@ -192,7 +357,7 @@ export class SqliteMoney implements MoneyLedger {
         const res = db
           .query("DELETE FROM reservations WHERE id = ? AND state = 'open' AND approval_stage IS NULL RETURNING *")
           .get(reservationId) as ReservationRow | null;
-        if (res === null) return { released: false, remainingMc: this.remainingOf(ctx.key.id, ctx.period) };
+        if (res === null) return { released: false, remainingMc: this.remainingOf(ctx.key.id, ctx.period, ctx.now) };
         // The price goes back to the period it was taken from; the failure the reservation counted goes too unless this refusal counts as one.
         const undo = countsAsFailure(outcome) ? 0 : 1;
         const key = db
@@ -203,8 +368,9 @@ export class SqliteMoney implements MoneyLedger {
           )
           .get({ id: res.key_id, period: res.period, price: res.price_mc, hour: hourOf(res.created_at), undo }) as KeyRow;
         db.query("UPDATE spend SET spent_mc = spent_mc - ? WHERE key_id = ? AND period = ?").run(res.price_mc, res.key_id, res.period);
+        if (res.org_period !== null) this.refundOrg(res.org_id, res.org_period, res.price_mc);
         this.appendAudit(recorded(ctx), outcome, null);
-        return { released: true, remainingMc: remainingIn(key, ctx.period) };
+        return { released: true, remainingMc: this.roomOf(key, ctx.period, ctx.now) };
       }),
     );
   }
@@ -286,12 +452,29 @@ export class SqliteMoney implements MoneyLedger {
     );
   }
 
-  /** Remaining budget of a key in `period` (a key not used since the reset has all of it). */
-  private remainingOf(keyId: string, period: string): number {
-    const row = this.sql.db.query(`SELECT budget_mc - ${SPENT_IN_PERIOD} AS remaining FROM keys WHERE id = :id`).get({ period, id: keyId }) as {
-      remaining: number;
-    } | null;
-    return row?.remaining ?? 0;
+  /** What a key can still spend in `period`: its own room, and its org's at `now` when the org keeps a budget. */
+  private remainingOf(keyId: string, period: string, now: number): number {
+    const key = this.sql.db.query("SELECT * FROM keys WHERE id = ?").get(keyId) as KeyRow | null;
+    return key === null ? 0 : this.roomOf(key, period, now);
+  }
+
+  /** The lesser of the key row's room in `period` and its org's room at `now`. */
+  private roomOf(key: KeyRow, period: string, now: number): number {
+    const org = this.sql.db
+      .query(`SELECT budget_mc - ${orgSpentAt("")} AS remaining FROM org_budgets WHERE org_id = :org`)
+      .get({ org: key.org_id, ...orgPeriods(now) }) as { remaining: number | null } | null;
+    return lesser(remainingIn(key, period), org?.remaining ?? null);
+  }
+
+  /** A refund goes back to the org period it was reserved from; the org row only while that is still its period. */
+  private refundOrg(orgId: string, period: string, priceMc: number): void {
+    const db = this.sql.db;
+    db.query("UPDATE org_budgets SET spent_mc = CASE WHEN period = :period THEN spent_mc - :price ELSE spent_mc END WHERE org_id = :org").run({
+      org: orgId,
+      period,
+      price: priceMc,
+    });
+    db.query("UPDATE org_spend SET spent_mc = spent_mc - ? WHERE org_id = ? AND period = ?").run(priceMc, orgId, period);
   }
 
   /** Counts a failed call of the key in `hour` and returns the key row as it now is. */
@@ -351,10 +534,13 @@ export class SqliteMoney implements MoneyLedger {
         `INSERT INTO receipts (id, org_id, key_id, seq, issued_at, tool, outcome, period, amount_mc, kid, sha256, envelope)
          VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
       )
-      .run(receipt.id, orgId, keyId, seq, ctx.now, ctx.tool, outcome, period, amountMc, receipt.kid, receipt.sha256, receipt.envelope);
+      .run(receipt.id, orgId, keyId, seq, receipt.issuedAt, ctx.tool, outcome, period, amountMc, receipt.kid, receipt.sha256, receipt.envelope);
     return receipt;
   }
 }
+
+/** The lesser room; null (an unlimited org) leaves the key's. */
+const lesser = (keyRoom: number, orgRoom: number | null) => (orgRoom === null ? keyRoom : Math.min(keyRoom, Math.max(0, orgRoom)));
 
 /** What a receipt or an audit row is written from: a call on the clearing path, or a settled reservation. */
 type Recorded = Pick<CallContext, "tool" | "priceMc" | "upstreamCostMc" | "paramsSha256" | "now"> & { keyId: string; orgId: string };

@@ -2,7 +2,21 @@
 // (core/desk/records.ts): integer booleans become booleans, JSON text is parsed once, here.
 import type { PlainOutcome, ReceiptOutcome, SettleOutcome } from "../../../core/desk/outcomes.ts";
 import type { Reset } from "../../../core/desk/period.ts";
-import type { AuditEntry, DeskKey, Org, ReceiptRecord, SigningKeyRecord, ToolRecord, UpstreamKind, UpstreamRecord } from "../../../core/desk/records.ts";
+import type {
+  AlertRecord,
+  AlertScope,
+  AuditEntry,
+  DeskKey,
+  Org,
+  OrgBudget,
+  ReceiptRecord,
+  SigningKeyRecord,
+  StoredOrgRecord,
+  ToolRecord,
+  UpstreamKind,
+  UpstreamRecord,
+} from "../../../core/desk/records.ts";
+import type { OrgRecordEnvelope } from "../../../core/finance/org-records.ts";
 import type { ReceiptJwk } from "../../../core/receipt/index.ts";
 import type { RestOperation } from "../../../core/rest/operation.ts";
 import type { AuthSettings } from "../../../core/upstream/auth-config.ts";
@@ -61,6 +75,8 @@ export type KeyRow = {
   created_at: number;
   fail_hour: string;
   fail_count: number;
+  /** JSON array of percentages. */
+  alert_thresholds: string;
   approve_above_mc: number | null;
 };
 
@@ -112,6 +128,42 @@ export type ReservationRow = {
   /** JSON of the signed decision envelope a claimed approval binds. */
   approval: string | null;
   claimed_at: number | null;
+  /** The org period the reservation drew on; null when the org kept no budget then. */
+  org_period: string | null;
+};
+
+export type OrgBudgetRow = { org_id: string; budget_mc: number | null; reset: Reset; period: string; spent_mc: number };
+
+export type OrgRecordRow = {
+  org_id: string;
+  seq: number;
+  id: string;
+  type: "topup" | "budget_set";
+  issued_at: number;
+  amount_mc: number;
+  budget_mc: number | null;
+  reference: string | null;
+  sha256: string;
+  envelope: string;
+};
+
+export type AlertRow = {
+  id: string;
+  scope: AlertScope;
+  subject_id: string;
+  org_id: string;
+  key_id: string;
+  period: string;
+  threshold_pct: number;
+  budget_mc: number;
+  body: string;
+  created_at: number;
+  next_at: number;
+  leased_until: number | null;
+  attempts: number;
+  last_error: string | null;
+  delivered_at: number | null;
+  gave_up_at: number | null;
 };
 
 export type SigningKeyRow = { kid: string; public_jwk: string; created_at: number; retired_at: number | null };
@@ -158,9 +210,34 @@ export function keyOf(r: KeyRow): DeskKey {
     createdAt: r.created_at,
     failHour: r.fail_hour,
     failCount: r.fail_count,
+    alertThresholds: parsedOnce<readonly number[]>(r.alert_thresholds),
     approveAboveMc: r.approve_above_mc,
   };
 }
+
+export const orgBudgetOf = (r: OrgBudgetRow): OrgBudget => ({ budgetMc: r.budget_mc, reset: r.reset, period: r.period, spentMc: r.spent_mc });
+
+export function orgRecordOf(r: Pick<OrgRecordRow, "sha256" | "envelope">): StoredOrgRecord {
+  return { record: (JSON.parse(r.envelope) as OrgRecordEnvelope).record, sha256: r.sha256, envelope: r.envelope };
+}
+
+export const alertOf = (r: AlertRow): AlertRecord => ({
+  id: r.id,
+  scope: r.scope,
+  subjectId: r.subject_id,
+  orgId: r.org_id,
+  keyId: r.key_id,
+  period: r.period,
+  thresholdPct: r.threshold_pct,
+  budgetMc: r.budget_mc,
+  body: r.body,
+  createdAt: r.created_at,
+  nextAt: r.next_at,
+  attempts: r.attempts,
+  lastError: r.last_error,
+  deliveredAt: r.delivered_at,
+  gaveUpAt: r.gave_up_at,
+});
 
 export function upstreamOf(r: UpstreamRow): UpstreamRecord {
   return {
