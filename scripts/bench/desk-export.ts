@@ -7,6 +7,7 @@
 import { mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
+import { firstLine, quantile } from "./lib/measure.ts";
 
 const root = resolve(import.meta.dir, "../..");
 const at = (name: string) => process.argv.indexOf(name);
@@ -14,25 +15,7 @@ const RECEIPTS = at("--receipts") > 0 ? Number(process.argv[at("--receipts") + 1
 const BINARY = at("--binary") > 0 ? resolve(process.argv[at("--binary") + 1]!) : join(root, "dist/ask-only");
 const TOKEN = "bench-admin-token-0123456789abcdefghijklmnopqrstuvwxyz";
 
-async function firstLine(stream: ReadableStream<Uint8Array>, re: RegExp): Promise<string> {
-  const reader = stream.getReader();
-  const decoder = new TextDecoder();
-  let text = "";
-  for (;;) {
-    const { value, done } = await reader.read();
-    if (done) throw new Error(`no ${re} in: ${text}`);
-    text += decoder.decode(value, { stream: true });
-    const m = re.exec(text);
-    if (m) {
-      reader.releaseLock();
-      stream.pipeTo(new WritableStream()).catch(() => {});
-      return m[1]!;
-    }
-  }
-}
-
 const rssMb = (pid: number) => Number(/VmRSS:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, "utf8"))![1]) / 1024;
-const quantile = (xs: number[], q: number) => [...xs].sort((a, b) => a - b)[Math.min(xs.length - 1, Math.floor(q * xs.length))]!;
 
 const upstream = Bun.spawn([process.execPath, join(root, "test/fixtures/upstream-server.ts")], { stdout: "pipe", stderr: "inherit" });
 const upstreamUrl = await firstLine(upstream.stdout as ReadableStream<Uint8Array>, /(http:\/\/\S+)\n/);

@@ -10,6 +10,7 @@
 import { mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
+import { firstLine, quantile } from "./lib/measure.ts";
 
 const root = resolve(import.meta.dir, "../..");
 const flag = (name: string, fallback: number) => {
@@ -27,27 +28,6 @@ const TOKEN = "bench-admin-token-0123456789abcdefghijklmnopqrstuvwxyz";
 const NODE = Bun.which("node");
 if (NODE === null) throw new Error("bench:desk-outside needs Node.js on PATH (the outsider's client and upstream run on it)");
 
-async function firstLine(stream: ReadableStream<Uint8Array>, re: RegExp): Promise<string> {
-  const reader = stream.getReader();
-  const decoder = new TextDecoder();
-  let text = "";
-  for (;;) {
-    const { value, done } = await reader.read();
-    if (done) throw new Error(`no ${re} in: ${text}`);
-    text += decoder.decode(value, { stream: true });
-    const m = re.exec(text);
-    if (m) {
-      reader.releaseLock();
-      stream.pipeTo(new WritableStream()).catch(() => {});
-      return m[1]!;
-    }
-  }
-}
-
-const quantile = (xs: number[], q: number) => {
-  const s = [...xs].sort((a, b) => a - b);
-  return s[Math.min(s.length - 1, Math.floor(q * s.length))]!;
-};
 const row = (what: string, xs: number[]) =>
   `  ${what.padEnd(22)} p50 ${quantile(xs, 0.5).toFixed(3)}  p99 ${quantile(xs, 0.99).toFixed(3)}  p99.9 ${quantile(xs, 0.999).toFixed(3)} ms  (${xs.length} calls)`;
 const added = (desk: number[], direct: number[]) =>

@@ -15,6 +15,7 @@ import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { UpstreamClient } from "../../src/adapters/mcp-upstream/client.ts";
 import { NO_CREDENTIAL } from "../../src/core/upstream/credential.ts";
+import { firstLine } from "./lib/measure.ts";
 
 // `bench:desk --database`: SQLite against PostgreSQL, one node and two (desk-postgres.ts).
 if (process.argv.includes("--database")) {
@@ -32,23 +33,6 @@ const PROFILE_DIR = profileAt > 0 ? resolve(process.argv[profileAt + 1]!) : null
 const binaryAt = process.argv.indexOf("--binary");
 const BINARY = binaryAt > 0 ? resolve(process.argv[binaryAt + 1]!) : join(root, "dist/ask-only");
 const TOKEN = "bench-admin-token-0123456789abcdefghijklmnopqrstuvwxyz";
-
-async function firstLine(stream: ReadableStream<Uint8Array>, re: RegExp): Promise<string> {
-  const reader = stream.getReader();
-  const decoder = new TextDecoder();
-  let text = "";
-  for (;;) {
-    const { value, done } = await reader.read();
-    if (done) throw new Error(`no ${re} in: ${text}`);
-    text += decoder.decode(value, { stream: true });
-    const m = re.exec(text);
-    if (m) {
-      reader.releaseLock();
-      stream.pipeTo(new WritableStream()).catch(() => {});
-      return m[1]!;
-    }
-  }
-}
 
 /** CPU seconds (user + system) a process has used so far, from /proc. */
 function cpuSeconds(pid: number, thread?: number): number {
