@@ -4,10 +4,9 @@
 // keeps clearing calls. Prints the desk's RSS before and at most during the export, and the p50 /
 // p99 of the concurrent calls during the export against the same calls just before it (a ratio).
 // Usage: bun build.ts && bun scripts/bench/desk-export.ts [--receipts N] [--binary PATH]
-import { mkdtempSync, readFileSync, rmSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { readFileSync } from "node:fs";
 import { join, resolve } from "node:path";
-import { firstLine, quantile } from "./lib/measure.ts";
+import { firstLine, quantile, startDesk } from "./lib/measure.ts";
 
 const root = resolve(import.meta.dir, "../..");
 const at = (name: string) => process.argv.indexOf(name);
@@ -19,24 +18,11 @@ const rssMb = (pid: number) => Number(/VmRSS:\s+(\d+) kB/.exec(readFileSync(`/pr
 
 const upstream = Bun.spawn([process.execPath, join(root, "test/fixtures/upstream-server.ts")], { stdout: "pipe", stderr: "inherit" });
 const upstreamUrl = await firstLine(upstream.stdout as ReadableStream<Uint8Array>, /(http:\/\/\S+)\n/);
-const data = mkdtempSync(join(tmpdir(), "desk-export-"));
-const desk = Bun.spawn([BINARY, "desk", "--listen", "127.0.0.1:0", "--data", join(data, "d")], {
-  env: { PATH: process.env.PATH ?? "/usr/bin:/bin", ASK_ONLY_DESK_ADMIN_TOKEN: TOKEN, NO_COLOR: "1", TZ: "Etc/UTC" },
-  stdout: "ignore",
-  stderr: "pipe",
-});
-const deskUrl = await firstLine(desk.stderr as ReadableStream<Uint8Array>, /desk listening on (http:\/\/\S+)\n/);
+const desk = await startDesk([BINARY], TOKEN);
+const deskUrl = desk.url;
+const admin = desk.admin;
 
 try {
-  const admin = async (method: string, path: string, body?: unknown) => {
-    const r = await fetch(`${deskUrl}${path}`, {
-      method,
-      headers: { authorization: `Bearer ${TOKEN}`, "content-type": "application/json" },
-      ...(body === undefined ? {} : { body: JSON.stringify(body) }),
-    });
-    if (r.status >= 300) throw new Error(`${method} ${path}: ${r.status} ${await r.text()}`);
-    return r.json() as Promise<Record<string, unknown>>;
-  };
   await admin("POST", "/admin/upstreams", { name: "fx", url: upstreamUrl });
   await admin("PUT", "/admin/tools/fx__echo", { price_mc: 1, upstream_cost_mc: 0 });
   const org = (await admin("POST", "/admin/orgs", { name: "bench" })).org_id as string;
@@ -77,11 +63,11 @@ try {
   };
   let n = 0;
   const before = await probe(() => ++n >= 500);
-  const rssBefore = rssMb(desk.pid);
+  const rssBefore = rssMb(desk.proc.pid);
   let exporting = true;
   let peak = rssBefore;
   const sampler = setInterval(() => {
-    peak = Math.max(peak, rssMb(desk.pid));
+    peak = Math.max(peak, rssMb(desk.proc.pid));
   }, 20);
   const exportStart = performance.now();
   const exported = (async () => {
@@ -117,8 +103,6 @@ try {
   // every receipt stored before the export began: the fill and the probe's calls before it
   if (lines < RECEIPTS + before.length) throw new Error(`exported ${lines} lines, expected at least ${RECEIPTS + before.length}`);
 } finally {
-  desk.kill("SIGTERM");
   upstream.kill();
-  await Promise.all([desk.exited, upstream.exited]);
-  rmSync(data, { recursive: true, force: true });
+  await Promise.all([desk.stop(), upstream.exited]);
 }

@@ -7,10 +7,9 @@
 //   2. a fixed rate of 3,000 calls/s over 32 lanes (agentgateway's published set-up), both sides
 //   3. refusals (402 / 403 / 404 / 400 mixed), sequential and at the same rate
 // Usage: bun build.ts && bun scripts/bench/desk-outside.ts [--calls N] [--rate R] [--seconds S] [--binary PATH]
-import { mkdtempSync, readFileSync, rmSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { readFileSync } from "node:fs";
 import { join, resolve } from "node:path";
-import { firstLine, quantile } from "./lib/measure.ts";
+import { firstLine, quantile, startDesk } from "./lib/measure.ts";
 
 const root = resolve(import.meta.dir, "../..");
 const flag = (name: string, fallback: number) => {
@@ -35,24 +34,11 @@ const added = (desk: number[], direct: number[]) =>
 
 const upstream = Bun.spawn([NODE, join(import.meta.dir, "outside/upstream.mjs")], { cwd: root, stdout: "pipe", stderr: "inherit" });
 const upstreamUrl = await firstLine(upstream.stdout as ReadableStream<Uint8Array>, /(http:\/\/\S+)\n/);
-const data = mkdtempSync(join(tmpdir(), "desk-outside-"));
-const desk = Bun.spawn([BINARY, "desk", "--listen", "127.0.0.1:0", "--data", join(data, "d")], {
-  env: { PATH: process.env.PATH ?? "/usr/bin:/bin", ASK_ONLY_DESK_ADMIN_TOKEN: TOKEN, NO_COLOR: "1", TZ: "Etc/UTC" },
-  stdout: "ignore",
-  stderr: "pipe",
-});
-const deskUrl = await firstLine(desk.stderr as ReadableStream<Uint8Array>, /desk listening on (http:\/\/\S+)\n/);
+const desk = await startDesk([BINARY], TOKEN);
+const deskUrl = desk.url;
+const admin = desk.admin;
 
 try {
-  const admin = async (method: string, path: string, body?: unknown) => {
-    const r = await fetch(`${deskUrl}${path}`, {
-      method,
-      headers: { authorization: `Bearer ${TOKEN}`, "content-type": "application/json" },
-      ...(body === undefined ? {} : { body: JSON.stringify(body) }),
-    });
-    if (r.status >= 300) throw new Error(`${method} ${path}: ${r.status} ${await r.text()}`);
-    return r.json() as Promise<Record<string, unknown>>;
-  };
   await admin("POST", "/admin/upstreams", { name: "out", url: upstreamUrl });
   await admin("PUT", "/admin/tools/out__echo", { price_mc: 1, upstream_cost_mc: 0 });
   await admin("PUT", "/admin/tools/out__shout", { price_mc: 1, upstream_cost_mc: 0 });
@@ -108,8 +94,6 @@ try {
   }
   console.log(`  machine: load average ${readFileSync("/proc/loadavg", "utf8").split(" ").slice(0, 3).join(" ")} on ${navigator.hardwareConcurrency} cores`);
 } finally {
-  desk.kill("SIGTERM");
   upstream.kill();
-  await Promise.all([desk.exited, upstream.exited]);
-  rmSync(data, { recursive: true, force: true });
+  await Promise.all([desk.stop(), upstream.exited]);
 }

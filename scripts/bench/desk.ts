@@ -10,12 +10,11 @@
 //                          (scripts/bench/desk-profile.ts splits it into the clearing path's stages)
 //        [--binary PATH]   another build of the desk (to compare two builds run after run)
 //        [--database]      instead: SQLite against PostgreSQL, one node and two (desk-postgres.ts)
-import { mkdtempSync, readdirSync, readFileSync, rmSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { readdirSync, readFileSync } from "node:fs";
 import { join, resolve } from "node:path";
 import { UpstreamClient } from "../../src/adapters/mcp-upstream/client.ts";
 import { NO_CREDENTIAL } from "../../src/core/upstream/credential.ts";
-import { firstLine } from "./lib/measure.ts";
+import { firstLine, startDesk } from "./lib/measure.ts";
 
 // `bench:desk --database`: SQLite against PostgreSQL, one node and two (desk-postgres.ts).
 if (process.argv.includes("--database")) {
@@ -61,25 +60,12 @@ const fmt = (ms: number) => `${ms.toFixed(3)} ms`;
 
 const upstream = Bun.spawn([process.execPath, join(root, "test/fixtures/upstream-server.ts")], { stdout: "pipe", stderr: "inherit" });
 const upstreamUrl = await firstLine(upstream.stdout as ReadableStream<Uint8Array>, /(http:\/\/\S+)\n/);
-const data = mkdtempSync(join(tmpdir(), "desk-bench-"));
 const deskCommand = PROFILE_DIR ? [process.execPath, "--cpu-prof", `--cpu-prof-dir=${PROFILE_DIR}`, join(root, "src/main.ts")] : [BINARY];
-const desk = Bun.spawn([...deskCommand, "desk", "--listen", "127.0.0.1:0", "--data", join(data, "d")], {
-  env: { PATH: process.env.PATH ?? "/usr/bin:/bin", ASK_ONLY_DESK_ADMIN_TOKEN: TOKEN, NO_COLOR: "1", TZ: "Etc/UTC" },
-  stdout: "ignore",
-  stderr: "pipe",
-});
-const deskUrl = await firstLine(desk.stderr as ReadableStream<Uint8Array>, /desk listening on (http:\/\/\S+)\n/);
+const desk = await startDesk(deskCommand, TOKEN);
+const deskUrl = desk.url;
+const admin = desk.admin;
 
 try {
-  const admin = async (method: string, path: string, body?: unknown) => {
-    const r = await fetch(`${deskUrl}${path}`, {
-      method,
-      headers: { authorization: `Bearer ${TOKEN}`, "content-type": "application/json" },
-      ...(body === undefined ? {} : { body: JSON.stringify(body) }),
-    });
-    if (r.status >= 300) throw new Error(`${method} ${path}: ${r.status} ${await r.text()}`);
-    return r.json() as Promise<Record<string, unknown>>;
-  };
   await admin("POST", "/admin/upstreams", { name: "fx", url: upstreamUrl });
   await admin("PUT", "/admin/tools/fx__echo", { price_mc: 1, upstream_cost_mc: 0 });
   const org = (await admin("POST", "/admin/orgs", { name: "bench" })).org_id as string;
@@ -146,8 +132,8 @@ try {
   const measured = async (one: (i: number) => Promise<unknown>) => {
     const before = {
       self: process.cpuUsage(),
-      desk: cpuSeconds(desk.pid),
-      deskThreads: threadSeconds(desk.pid),
+      desk: cpuSeconds(desk.proc.pid),
+      deskThreads: threadSeconds(desk.proc.pid),
       upstream: cpuSeconds(upstream.pid),
       t: performance.now(),
     };
@@ -158,9 +144,9 @@ try {
       rate,
       us: {
         generator: (self.user + self.system) / calls,
-        desk: ((cpuSeconds(desk.pid) - before.desk) * 1e6) / calls,
+        desk: ((cpuSeconds(desk.proc.pid) - before.desk) * 1e6) / calls,
         // Per thread: the JS thread, and JIT compilation, GC helpers, the HTTP client, the WAL checkpointer.
-        deskThreads: [...threadSeconds(desk.pid)]
+        deskThreads: [...threadSeconds(desk.proc.pid)]
           .map(([name, seconds]) => [name, ((seconds - (before.deskThreads.get(name) ?? 0)) * 1e6) / calls] as const)
           .filter(([, us]) => us >= 1)
           .sort((a, b) => b[1] - a[1]),
@@ -191,7 +177,7 @@ try {
   let refusals = 0;
   const seen: Record<number, number> = {};
   const rStart = performance.now();
-  const rCpu = { self: process.cpuUsage(), desk: cpuSeconds(desk.pid) };
+  const rCpu = { self: process.cpuUsage(), desk: cpuSeconds(desk.proc.pid) };
   let cursor = 0;
   await Promise.all(
     Array.from({ length: CONCURRENCY }, async () => {
@@ -206,10 +192,10 @@ try {
   );
   const refusalRate = refusals / ((performance.now() - rStart) / 1000);
   const rSelf = process.cpuUsage(rCpu.self);
-  const refusalUs = { generator: (rSelf.user + rSelf.system) / refusals, desk: ((cpuSeconds(desk.pid) - rCpu.desk) * 1e6) / refusals };
+  const refusalUs = { generator: (rSelf.user + rSelf.system) / refusals, desk: ((cpuSeconds(desk.proc.pid) - rCpu.desk) * 1e6) / refusals };
 
   // 4. Desk memory after the load.
-  const status = readFileSync(`/proc/${desk.pid}/status`, "utf8");
+  const status = readFileSync(`/proc/${desk.proc.pid}/status`, "utf8");
   const kb = (field: string) => Number(new RegExp(`${field}:\\s+(\\d+) kB`).exec(status)?.[1] ?? Number.NaN);
 
   const p50 = percentile(kLat, 50) - percentile(dLat, 50);
@@ -240,8 +226,6 @@ try {
   console.log(`  desk RSS          ${(kb("VmRSS") / 1024).toFixed(1)} MB now, ${(kb("VmHWM") / 1024).toFixed(1)} MB peak   (target <= 150 MB)`);
   await direct.close();
 } finally {
-  desk.kill("SIGTERM");
   upstream.kill();
-  await Promise.all([desk.exited, upstream.exited]);
-  rmSync(data, { recursive: true, force: true });
+  await Promise.all([desk.stop(), upstream.exited]);
 }

@@ -1,4 +1,8 @@
-// What the benchmarks share: reading a child process's first announcement, and quantiles.
+// What the benchmarks share: reading a child process's first announcement, quantiles, and a
+// compiled desk started for the run with its admin client.
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 
 /**
  * Reads `stream` until `re` matches and returns its first group (a listening URL), then drains the
@@ -25,4 +29,43 @@ export async function firstLine(stream: ReadableStream<Uint8Array>, re: RegExp):
 export function quantile(xs: readonly number[], q: number): number {
   const sorted = [...xs].sort((a, b) => a - b);
   return sorted[Math.min(sorted.length - 1, Math.floor(q * sorted.length))]!;
+}
+
+export type BenchDesk = {
+  /** The desk's process (its pid for /proc figures). */
+  proc: Bun.Subprocess;
+  url: string;
+  /** An admin API call; a status of 300 or more throws with the answer's text. */
+  admin(method: string, path: string, body?: unknown): Promise<Record<string, unknown>>;
+  /** Stops the desk and removes its data directory. */
+  stop(): Promise<void>;
+};
+
+/** Starts `command desk` on a port of its own with a fresh data directory, and resolves once it listens. */
+export async function startDesk(command: string[], adminToken: string): Promise<BenchDesk> {
+  const data = mkdtempSync(join(tmpdir(), "ask-only-bench-desk-"));
+  const proc = Bun.spawn([...command, "desk", "--listen", "127.0.0.1:0", "--data", join(data, "d")], {
+    env: { PATH: process.env.PATH ?? "/usr/bin:/bin", ASK_ONLY_DESK_ADMIN_TOKEN: adminToken, NO_COLOR: "1", TZ: "Etc/UTC" },
+    stdout: "ignore",
+    stderr: "pipe",
+  });
+  const url = await firstLine(proc.stderr as ReadableStream<Uint8Array>, /desk listening on (http:\/\/\S+)\n/);
+  return {
+    proc,
+    url,
+    async admin(method, path, body) {
+      const r = await fetch(`${url}${path}`, {
+        method,
+        headers: { authorization: `Bearer ${adminToken}`, "content-type": "application/json" },
+        ...(body === undefined ? {} : { body: JSON.stringify(body) }),
+      });
+      if (r.status >= 300) throw new Error(`${method} ${path}: ${r.status} ${await r.text()}`);
+      return r.json() as Promise<Record<string, unknown>>;
+    },
+    async stop() {
+      proc.kill("SIGTERM");
+      await proc.exited;
+      rmSync(data, { recursive: true, force: true });
+    },
+  };
 }
