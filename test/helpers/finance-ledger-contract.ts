@@ -12,7 +12,7 @@ import { newKeySecret } from "../../src/core/desk/secrets.ts";
 import { alertEventProblem } from "../../src/core/finance/alerts.ts";
 import { orgChainProblems, signOrgRecord } from "../../src/core/finance/org-records.ts";
 import { generateSigningKey, loadSigner, sha256Hex } from "../../src/core/receipt/index.ts";
-import type { LedgerUnderTest } from "./ledger-contract.ts";
+import { type LedgerUnderTest, onLedger } from "./ledger-contract.ts";
 
 const NOON = Date.parse("2026-11-30T12:00:00Z");
 const SIGNER = loadSigner(generateSigningKey().privatePem);
@@ -94,20 +94,7 @@ export type RawSql = (ledger: DeskLedger, statement: string) => Promise<void>;
 
 export function financeLedgerContract(adapter: string, open: () => Promise<LedgerUnderTest>, raw: RawSql): void {
   const withFinance = (name: string, body: (f: Finance) => Promise<void>, timeoutMs = 30_000) =>
-    test(
-      name,
-      async () => {
-        const opened = await open();
-        try {
-          await body(await finance(opened.ledger));
-          const report = await checkLedger(opened.ledger);
-          expect(report.problems).toEqual([]);
-        } finally {
-          await opened.close();
-        }
-      },
-      timeoutMs,
-    );
+    test(name, () => onLedger(open, async (ledger) => body(await finance(ledger))), timeoutMs);
 
   describe(`finance ledger contract (${adapter}): the org budget in the reservation`, () => {
     withFinance(

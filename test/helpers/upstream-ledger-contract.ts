@@ -5,8 +5,7 @@ import { describe, expect, test } from "bun:test";
 import { LedgerConflict, type DeskLedger } from "../../src/core/desk/ports.ts";
 import type { NewUpstream, ToolListing } from "../../src/core/desk/records.ts";
 import type { RestOperation } from "../../src/core/rest/operation.ts";
-
-export type LedgerUnderTest = { ledger: DeskLedger; close(): Promise<void> | void };
+import { type LedgerUnderTest, onLedger } from "./ledger-contract.ts";
 
 const OPERATION: RestOperation = {
   method: "get",
@@ -37,14 +36,7 @@ const restUpstream = (over: Partial<NewUpstream> = {}): NewUpstream => ({
 
 export function describeUpstreamLedgerContract(name: string, make: () => Promise<LedgerUnderTest> | LedgerUnderTest): void {
   describe(`upstream ledger contract: ${name}`, () => {
-    async function withLedger(run: (l: DeskLedger) => Promise<void>): Promise<void> {
-      const u = await make();
-      try {
-        await run(u.ledger);
-      } finally {
-        await u.close();
-      }
-    }
+    const withLedger = (run: (l: DeskLedger) => Promise<void>) => onLedger(make, run);
 
     test("a REST upstream is stored with its kind, settings, document source, tools' operations and sealed fields", () =>
       withLedger(async (l) => {
