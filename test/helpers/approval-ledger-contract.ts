@@ -5,7 +5,7 @@ import { describe, expect, test } from "bun:test";
 import { periodOf } from "../../src/core/desk/period.ts";
 import type { CallContext, DeskLedger, ReceiptFacts, ReceiptMaker } from "../../src/core/desk/ports.ts";
 import type { DeskKey } from "../../src/core/desk/records.ts";
-import type { ApprovalEnvelope } from "../../src/core/receipt/index.ts";
+import { type ApprovalEnvelope, canonicalJson, envelopeText, sha256Hex } from "../../src/core/receipt/index.ts";
 import { type LedgerUnderTest, onLedger } from "./ledger-contract.ts";
 
 const NOW = Date.parse("2026-12-01T10:00:00.000Z");
@@ -13,20 +13,33 @@ const HOUR = "2026-12-01T10";
 const PRICE = 5000;
 const DECISION: ApprovalEnvelope = { payload: "eyJ2IjoxfQ", signature: "s".repeat(86), kid: "approver-kid" };
 
-/** A maker that keeps the facts it was given (the signature is not what this contract tests). */
+/**
+ * A maker that keeps the facts it was given and stores a stand-in receipt: its payload holds the
+ * fields a ledger reads out of it, under a zero signature (the signature is not what this
+ * contract tests).
+ */
 function recordingMaker(): { make: ReceiptMaker; facts: ReceiptFacts[] } {
   const facts: ReceiptFacts[] = [];
   return {
     facts,
     make: (f) => {
       facts.push(f);
-      return {
+      const payload = canonicalJson({
+        v: 1,
         id: f.receiptId,
         kid: "desk-kid",
-        sha256: f.receiptId.padEnd(64, "0").slice(0, 64),
-        envelope: JSON.stringify({ id: f.receiptId }),
-        issuedAt: f.issuedAt,
-      };
+        issued_at: new Date(f.issuedAt).toISOString(),
+        org_id: f.orgId,
+        key_id: f.keyId,
+        tool: f.tool,
+        outcome: f.outcome,
+        amount_mc: f.amountMc,
+        period: f.period,
+        seq: f.link.seq,
+        prev_sha256: f.link.prevSha256,
+      });
+      const signed = { payload, signature: new Uint8Array(64) };
+      return { id: f.receiptId, kid: "desk-kid", sha256: sha256Hex(payload), envelope: envelopeText(signed), issuedAt: f.issuedAt, signed };
     },
   };
 }

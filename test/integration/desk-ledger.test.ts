@@ -95,7 +95,9 @@ describe("desk ledger", () => {
     try {
       expect(raw.query("SELECT count(*) AS n FROM receipts").get()).toEqual({ n: 1 });
       expect(raw.query("SELECT count(*) AS n FROM audit").get()).toEqual({ n: 1 });
-      expect(() => raw.run("UPDATE receipts SET amount_mc = 1")).toThrow(/append-only/);
+      expect(() => raw.run("UPDATE receipts SET issued_at = 1")).toThrow(/append-only/);
+      // Every other column is read out of the signed payload: there is nothing of it to change apart.
+      expect(() => raw.run("UPDATE receipts SET amount_mc = 1")).toThrow(/generated column/);
       expect(() => raw.run("DELETE FROM receipts")).toThrow(/append-only/);
       expect(() => raw.run("UPDATE audit SET price_mc = 1")).toThrow(/append-only/);
       expect(() => raw.run("DELETE FROM audit")).toThrow(/append-only/);
@@ -118,19 +120,21 @@ describe("desk ledger", () => {
     expect((await checkLedger(s.ledger)).problems).toEqual([]);
     // Someone with the file and the SQL to drop the trigger first.
     s.ledger.testOnlyDatabase().run("DROP TRIGGER receipts_no_update");
-    for (const [column, value] of [
-      ["org_id", "'org_other'"],
-      ["tool", "'fx__other'"],
-      ["issued_at", "issued_at + 1"],
-      ["kid", "'another-kid'"],
-      ["sha256", `'${"0".repeat(64)}'`],
-      ["amount_mc", "0"],
+    // The columns read out of the payload cannot differ from it: SQLite refuses to write them.
+    for (const column of ["org_id", "tool", "kid", "amount_mc"]) {
+      expect(() => s.ledger.testOnlyDatabase().run(`UPDATE receipts SET ${column} = 0`)).toThrow(/generated column/);
+    }
+    const ROW = "the ledger row differs from the signed receipt";
+    for (const [column, value, named] of [
+      ["issued_at", "issued_at + 1", ROW],
+      ["sha256", "zeroblob(32)", ROW],
+      ["signature", "zeroblob(64)", "signature"],
+      ["payload", `replace(payload, '"org_id":"', '"org_id":"x')`, "signature"],
+      ["payload", `replace(payload, '"amount_mc":100', '"amount_mc":0')`, "signature"],
     ] as const) {
       s.ledger.testOnlyDatabase().run("SAVEPOINT tamper");
       s.ledger.testOnlyDatabase().run(`UPDATE receipts SET ${column} = ${value}`);
-      expect(`${column}: ${(await checkLedger(s.ledger)).problems.some((p) => p.includes("the ledger row differs from the signed receipt"))}`).toBe(
-        `${column}: true`,
-      );
+      expect(`${column}: ${(await checkLedger(s.ledger)).problems.some((p) => p.includes(named))}`).toBe(`${column}: true`);
       s.ledger.testOnlyDatabase().run("ROLLBACK TO tamper");
       s.ledger.testOnlyDatabase().run("RELEASE tamper");
     }

@@ -26,6 +26,7 @@ const WHOLE_ASKED: [RegExp, string][] = [
     "the whole ledger's export from a time on",
   ],
   [/FROM audit WHERE at >= \$at ORDER BY id LIMIT \$limit$/, "the whole audit log from a time on"],
+  [/^SELECT rowid, \* FROM receipts WHERE rowid > \? ORDER BY rowid LIMIT 1000$/, "migration 11 converts every receipt, once, a page at a time"],
 ];
 
 let fx: UpstreamFixture;

@@ -4,8 +4,11 @@ import { Database } from "bun:sqlite";
 import { basename, dirname, join } from "node:path";
 import { checkPrivateFile, createPrivateFileIfMissing, expectSameFile, type FileIdentity, openPrivateDir } from "../../core/private-files.ts";
 
-/** A migration is one SQL script; its version is its 1-based position in the list. */
-export type Migration = { name: string; sql: string };
+/**
+ * A migration is one SQL script, and for rows SQL alone cannot convert a step run after it in
+ * the same transaction; its version is its 1-based position in the list.
+ */
+export type Migration = { name: string; sql: string; convert?: (db: Database) => void };
 
 export class LedgerOpenError extends Error {
   override name = "LedgerOpenError";
@@ -85,7 +88,9 @@ function migrate(db: Database, migrations: readonly Migration[]): void {
       throw new LedgerOpenError(`the database schema is version ${current}, newer than this binary knows (${known}); use a newer ask-only`);
     }
     for (let version = current + 1; version <= known; version++) {
-      db.run(migrations[version - 1]!.sql);
+      const migration = migrations[version - 1]!;
+      db.run(migration.sql);
+      migration.convert?.(db);
       db.run(`PRAGMA user_version = ${version}`);
     }
   }).immediate();

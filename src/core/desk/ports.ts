@@ -7,7 +7,7 @@ import type { OrgRecordFields } from "../finance/org-records.ts";
 import type { StatementReceipt, StatementRecord } from "../finance/statement.ts";
 import type { SpendAsk } from "../asks.ts";
 import { type ErrorCode, WireError } from "../errors.ts";
-import type { ApprovalEnvelope, ReceiptJwk } from "../receipt/index.ts";
+import type { ApprovalEnvelope, ReceiptJwk, SignedReceipt } from "../receipt/index.ts";
 import type { ReceiptKeys } from "../receipt/verify.ts";
 import type { AuthSettings } from "../upstream/auth-config.ts";
 import type { Credential } from "../upstream/credential.ts";
@@ -112,9 +112,10 @@ export type ReceiptFacts = {
 /**
  * A signed receipt, ready to store: `sha256` is what the next receipt's prev_sha256 holds;
  * `issuedAt` the time it carries, taken when it was signed inside the transaction that stores
- * it (so a statement made in a later transaction sees every receipt issued before it).
+ * it (so a statement made in a later transaction sees every receipt issued before it);
+ * `signed` what a ledger stores of it (the envelope is derived from it when read: envelopeText).
  */
-export type StoredReceipt = { id: string; kid: string; sha256: string; envelope: string; issuedAt: number };
+export type StoredReceipt = { id: string; kid: string; sha256: string; envelope: string; issuedAt: number; signed: SignedReceipt };
 
 /**
  * Signs a receipt from its facts. The ledger calls it inside the transaction that stores the

@@ -1,7 +1,7 @@
 // The one mapping from what the ledger knows about a call (ReceiptFacts) to a signed receipt,
 // for the desk and for anything else that drives the ledger (the multi-process test worker).
 import type { Clock, ReceiptMaker } from "./ports.ts";
-import { type Envelope, type ReceiptSigner, sha256Hex } from "../receipt/index.ts";
+import { type Envelope, type ReceiptSigner, sha256Hex, signedOf } from "../receipt/index.ts";
 
 /**
  * A ReceiptMaker signing with `signer`; `onSigned` sees each envelope as it is made. With a
@@ -33,13 +33,15 @@ export function receiptMakerFor(signer: ReceiptSigner, onSigned: (envelope: Enve
       ...(f.approval ? { approval: f.approval } : {}),
     });
     onSigned(envelope);
+    const signed = signedOf(envelope);
     return {
       id: envelope.receipt.id,
       kid: envelope.kid,
       // The chain hashes the payload bytes as signed.
-      sha256: sha256Hex(Buffer.from(envelope.payload, "base64url")),
+      sha256: sha256Hex(signed.payload),
       envelope: JSON.stringify(envelope),
       issuedAt,
+      signed,
     };
   };
 }

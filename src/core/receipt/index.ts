@@ -50,3 +50,4 @@ export {
   verifyEnvelope,
   verifyResponse,
 } from "./verify.ts";
+export { envelopeText, readableReceipt, type SignedReceipt, signedOf } from "./stored.ts";

@@ -7,7 +7,7 @@ import type { BudgetChange, BudgetChangeResult, Clock, FinanceStore, OrgRecordMa
 import type { OrgBudget, StoredOrgRecord } from "../../../core/desk/records.ts";
 import { newId } from "../../../core/desk/secrets.ts";
 import type { OrgRecordEnvelope, OrgRecordFields } from "../../../core/finance/org-records.ts";
-import type { Receipt } from "../../../core/receipt/types.ts";
+import { readableReceipt } from "../../../core/receipt/index.ts";
 import type { Sql } from "./connection.ts";
 import { orgPeriods, orgSpentAt } from "./org-sql.ts";
 import { type OrgBudgetRow, type OrgRecordRow, orgBudgetOf, orgRecordOf } from "./rows.ts";
@@ -129,11 +129,11 @@ export class SqliteFinance implements FinanceStore {
         return { envelope, record: envelope.record };
       });
       const receipts = (
-        db.query("SELECT sha256, envelope FROM receipts WHERE org_id = ? AND issued_at < ? ORDER BY key_id, seq").all(orgId, issuedAt) as {
-          sha256: string;
-          envelope: string;
+        db.query("SELECT sha256, payload FROM receipts WHERE org_id = ? AND issued_at < ? ORDER BY key_id, seq").all(orgId, issuedAt) as {
+          sha256: Uint8Array;
+          payload: string;
         }[]
-      ).map((r) => ({ receipt: (JSON.parse(r.envelope) as { receipt: Receipt }).receipt, payloadSha256: r.sha256 }));
+      ).map((r) => ({ receipt: readableReceipt(r.payload), payloadSha256: Buffer.from(r.sha256).toString("hex") }));
       return { issuedAt, records, receipts };
     });
   }

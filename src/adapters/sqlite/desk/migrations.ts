@@ -1,6 +1,8 @@
 // The desk ledger's schema, as versioned migrations (PRAGMA user_version). Never edit a migration
 // that has shipped: append a new one. The tests open ledgers through these same migrations.
-import type { Migration } from "../database.ts";
+import type { Database } from "bun:sqlite";
+import { envelopeText, readableReceipt, sha256Hex, signedOf } from "../../../core/receipt/index.ts";
+import { type Migration, LedgerOpenError } from "../database.ts";
 
 const V1 = `
 CREATE TABLE meta (
@@ -303,6 +305,108 @@ CREATE TRIGGER alerts_fixed BEFORE UPDATE OF id, scope, subject_id, org_id, key_
 CREATE TRIGGER alerts_no_delete BEFORE DELETE ON alerts BEGIN SELECT RAISE(ABORT, 'alerts are kept'); END;
 `;
 
+// What is signed, stored once (SPEC 8.6, RELIABILITY "ledger bytes per call"): a receipt row is
+// its canonical payload text, its 64-byte signature, the payload's SHA-256 (the next link's
+// prev_sha256) and its issue time; every other column is read out of the payload itself (virtual
+// generated columns, indexed where the queries need them), so no column can say other than what
+// was signed. The envelope is derived when read (core/receipt/stored.ts); a converted row whose
+// envelope text is not exactly the derived one keeps its text. Settled reservations are pruned in
+// housekeeping (money.ts pruneSettled) once nothing reads them: what desk check and a first org
+// budget need of them is folded, in the deleting transaction, into settled_pruned.
+const V11 = `
+CREATE TABLE receipts_signed (
+  payload TEXT NOT NULL,
+  signature BLOB NOT NULL CHECK (length(signature) = 64),
+  sha256 BLOB NOT NULL CHECK (length(sha256) = 32),
+  issued_at INTEGER NOT NULL,
+  envelope TEXT,
+  id TEXT NOT NULL AS (json_extract(payload, '$.id')) VIRTUAL,
+  org_id TEXT NOT NULL AS (json_extract(payload, '$.org_id')) VIRTUAL,
+  key_id TEXT NOT NULL AS (json_extract(payload, '$.key_id')) VIRTUAL,
+  seq INTEGER NOT NULL AS (json_extract(payload, '$.seq')) VIRTUAL,
+  tool TEXT NOT NULL AS (json_extract(payload, '$.tool')) VIRTUAL,
+  outcome TEXT NOT NULL AS (json_extract(payload, '$.outcome')) VIRTUAL,
+  period TEXT NOT NULL AS (json_extract(payload, '$.period')) VIRTUAL,
+  amount_mc INTEGER NOT NULL AS (json_extract(payload, '$.amount_mc')) VIRTUAL,
+  kid TEXT NOT NULL AS (json_extract(payload, '$.kid')) VIRTUAL
+) STRICT;
+
+CREATE TABLE settled_pruned (
+  org_id TEXT NOT NULL,
+  -- the org period the reservations drew on; '' for none
+  org_period TEXT NOT NULL,
+  -- the UTC day they were made on (a first org budget counts the charges of its period so far)
+  day TEXT NOT NULL,
+  settled INTEGER NOT NULL CHECK (settled >= 0),
+  charged_mc INTEGER NOT NULL CHECK (charged_mc >= 0),
+  PRIMARY KEY (org_id, org_period, day)
+) STRICT, WITHOUT ROWID;
+CREATE INDEX reservations_prunable ON reservations(created_at) WHERE state = 'settled' AND approval_id IS NULL;
+`;
+
+/** Indexes and triggers of the receipts table, made after its rows are in. */
+const V11_RECEIPTS_AFTER = `
+DROP TABLE receipts;
+ALTER TABLE receipts_signed RENAME TO receipts;
+CREATE UNIQUE INDEX receipts_id ON receipts(id);
+CREATE UNIQUE INDEX receipts_chain ON receipts(key_id, seq);
+CREATE INDEX receipts_by_org ON receipts(org_id);
+CREATE TRIGGER receipts_no_update BEFORE UPDATE ON receipts BEGIN SELECT RAISE(ABORT, 'receipts are append-only'); END;
+CREATE TRIGGER receipts_no_delete BEFORE DELETE ON receipts BEGIN SELECT RAISE(ABORT, 'receipts are append-only'); END;
+`;
+
+type LegacyReceiptRow = {
+  rowid: number;
+  id: string;
+  org_id: string;
+  key_id: string;
+  seq: number;
+  issued_at: number;
+  tool: string;
+  outcome: string;
+  period: string;
+  amount_mc: number;
+  kid: string;
+  sha256: string;
+  envelope: string;
+};
+
+/**
+ * Moves every receipt to the stored-once form, in rowid order (the export's order). A row whose
+ * columns say other than its payload is refused, not converted: converting it would erase what
+ * desk check would have named.
+ */
+function convertReceipts(db: Database): void {
+  const insert = db.query("INSERT INTO receipts_signed (rowid, payload, signature, sha256, issued_at, envelope) VALUES (?, ?, ?, ?, ?, ?)");
+  const page = db.query("SELECT rowid, * FROM receipts WHERE rowid > ? ORDER BY rowid LIMIT 1000");
+  for (let after = 0; ; ) {
+    const rows = page.all(after) as LegacyReceiptRow[];
+    if (rows.length === 0) break;
+    for (const r of rows) {
+      const signed = signedOf(JSON.parse(r.envelope) as { payload: string; signature: string });
+      const receipt = readableReceipt(signed.payload);
+      const same =
+        receipt.id === r.id &&
+        receipt.org_id === r.org_id &&
+        receipt.key_id === r.key_id &&
+        receipt.seq === r.seq &&
+        receipt.tool === r.tool &&
+        receipt.outcome === r.outcome &&
+        receipt.period === r.period &&
+        receipt.amount_mc === r.amount_mc &&
+        receipt.kid === r.kid &&
+        Date.parse(receipt.issued_at) === r.issued_at &&
+        sha256Hex(signed.payload) === r.sha256 &&
+        signed.signature.length === 64;
+      if (!same) throw new LedgerOpenError(`receipt ${JSON.stringify(r.id)} differs from what was signed: run desk check with the version that wrote it`);
+      const derived = envelopeText(signed);
+      insert.run(r.rowid, signed.payload, signed.signature, Buffer.from(r.sha256, "hex"), r.issued_at, derived === r.envelope ? null : r.envelope);
+    }
+    after = rows[rows.length - 1]!.rowid;
+  }
+  db.run(V11_RECEIPTS_AFTER);
+}
+
 export const DESK_MIGRATIONS: readonly Migration[] = [
   { name: "desk ledger", sql: V1 },
   { name: "desk sandbox", sql: V2 },
@@ -314,4 +418,5 @@ export const DESK_MIGRATIONS: readonly Migration[] = [
   { name: "desk receipts by org", sql: RECEIPTS_BY_ORG },
   { name: "desk org budgets", sql: V9 },
   { name: "desk budget alerts", sql: V10 },
+  { name: "desk receipts stored once, settled reservations pruned", sql: V11, convert: convertReceipts },
 ];

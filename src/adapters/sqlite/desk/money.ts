@@ -508,12 +508,12 @@ export class SqliteMoney implements MoneyLedger {
     const { keyId, orgId } = ctx;
     const last = this.sql.db.query("SELECT seq, sha256 FROM receipts WHERE key_id = ? ORDER BY seq DESC LIMIT 1").get(keyId) as {
       seq: number;
-      sha256: string;
+      sha256: Uint8Array;
     } | null;
     const seq = (last?.seq ?? 0) + 1;
     const receipt = make({
       receiptId,
-      link: { seq, prevSha256: last?.sha256 ?? null },
+      link: { seq, prevSha256: last === null ? null : Buffer.from(last.sha256).toString("hex") },
       keyId,
       orgId,
       tool: ctx.tool,
@@ -529,12 +529,10 @@ export class SqliteMoney implements MoneyLedger {
       issuedAt: ctx.now,
       approval,
     });
+    // Every other column is read out of the payload (migration 11): what was signed is stored once.
     this.sql.db
-      .query(
-        `INSERT INTO receipts (id, org_id, key_id, seq, issued_at, tool, outcome, period, amount_mc, kid, sha256, envelope)
-         VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
-      )
-      .run(receipt.id, orgId, keyId, seq, receipt.issuedAt, ctx.tool, outcome, period, amountMc, receipt.kid, receipt.sha256, receipt.envelope);
+      .query("INSERT INTO receipts (payload, signature, sha256, issued_at) VALUES (?, ?, ?, ?)")
+      .run(receipt.signed.payload, receipt.signed.signature, Buffer.from(receipt.sha256, "hex"), receipt.issuedAt);
     return receipt;
   }
 }

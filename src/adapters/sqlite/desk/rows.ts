@@ -17,7 +17,7 @@ import type {
   UpstreamRecord,
 } from "../../../core/desk/records.ts";
 import type { OrgRecordEnvelope } from "../../../core/finance/org-records.ts";
-import type { ReceiptJwk } from "../../../core/receipt/index.ts";
+import { envelopeText, type ReceiptJwk } from "../../../core/receipt/index.ts";
 import type { RestOperation } from "../../../core/rest/operation.ts";
 import type { AuthSettings } from "../../../core/upstream/auth-config.ts";
 
@@ -80,7 +80,13 @@ export type KeyRow = {
   approve_above_mc: number | null;
 };
 
+/** A receipt row: what was signed (payload, signature), its hash and time, and the columns read out of the payload. */
 export type ReceiptRow = {
+  payload: string;
+  signature: Uint8Array;
+  sha256: Uint8Array;
+  /** The envelope text of a converted row that is not exactly the derived one; null otherwise. */
+  envelope: string | null;
   id: string;
   org_id: string;
   key_id: string;
@@ -91,8 +97,6 @@ export type ReceiptRow = {
   period: string;
   amount_mc: number;
   kid: string;
-  sha256: string;
-  envelope: string;
 };
 
 export type AuditRow = {
@@ -280,8 +284,8 @@ export function receiptOf(r: ReceiptRow): ReceiptRecord {
     period: r.period,
     amountMc: r.amount_mc,
     kid: r.kid,
-    sha256: r.sha256,
-    envelope: r.envelope,
+    sha256: Buffer.from(r.sha256).toString("hex"),
+    envelope: r.envelope ?? envelopeText({ payload: r.payload, signature: r.signature }),
   };
 }
 
