@@ -223,6 +223,45 @@ export function financeLedgerContract(adapter: string, open: () => Promise<Ledge
     });
   });
 
+  describe(`finance ledger contract (${adapter}): settled reservations pruned`, () => {
+    test("pruned in bounded batches, open ones kept; desk check stays exact and still names a damaged summary; a first budget still counts their charges", async () => {
+      const opened = await open();
+      try {
+        const f = await finance(opened.ledger);
+        const orgId = await f.org();
+        const key = await f.key(orgId, { budgetMc: 100_000 });
+        for (let i = 0; i < 3; i++) await f.settle(reservedId(await f.reserve(key, 1000)), "charged");
+        await f.settle(reservedId(await f.reserve(key, 700)), "refunded_upstream_error");
+        const open = reservedId(await f.reserve(key, 500));
+        // Only what was made before the time given goes, at most the limit each time.
+        expect(await f.ledger.money.pruneSettled(NOON, 10)).toBe(0);
+        expect(await f.ledger.money.pruneSettled(NOON + 1, 3)).toBe(3);
+        expect(await f.ledger.money.pruneSettled(NOON + 1, 3)).toBe(1);
+        expect(await f.ledger.money.pruneSettled(NOON + 1, 3)).toBe(0);
+        expect(await f.ledger.money.openReservations(Number.POSITIVE_INFINITY)).toEqual([open]);
+        expect(await f.ledger.check.money()).toEqual([]);
+        // The org's first budget counts the pruned charges of its period and the open reservation.
+        expect((await f.setBudget(orgId, 10_000, "none")).kind).toBe("set");
+        expect((await f.ledger.finance.budget(orgId))!.spentMc).toBe(3500);
+        await f.settle(open, "charged");
+        expect(await f.ledger.money.pruneSettled(NOON + 1, 10)).toBe(1);
+        expect((await checkLedger(f.ledger)).problems).toEqual([]);
+        // The summary is what the check counts pruned reservations by: damage to it is named.
+        await raw(f.ledger, `UPDATE settled_pruned SET settled = settled + 1 WHERE org_id = '${orgId}'`);
+        expect(await f.ledger.check.money()).toEqual(["6 settled reservations but 5 receipts of settled calls"]);
+        await raw(f.ledger, `UPDATE settled_pruned SET settled = settled - 1, charged_mc = charged_mc + 1 WHERE org_id = '${orgId}'`);
+        expect(await f.ledger.check.money()).toEqual([
+          `org ${orgId} period none: 3500 mc counted as charged, but charges 3501`,
+          `org ${orgId} period none: spent 3500 mc, but charges and open reservations 3501`,
+        ]);
+        await raw(f.ledger, `UPDATE settled_pruned SET charged_mc = charged_mc - 1 WHERE org_id = '${orgId}'`);
+        expect(await f.ledger.check.money()).toEqual([]);
+      } finally {
+        await opened.close();
+      }
+    });
+  });
+
   describe(`finance ledger contract (${adapter}): top-ups and records`, () => {
     withFinance("idempotent by reference, concurrent or not: the same amount counts once, another amount conflicts; the records chain", async (f) => {
       const orgId = await f.org();

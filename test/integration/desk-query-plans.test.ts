@@ -11,8 +11,8 @@ import { startUpstreamFixture, type UpstreamFixture } from "../fixtures/upstream
 import { makeDeskOnFixture, manualClock } from "./desk-harness.ts";
 
 const GROWING = ["receipts", "audit", "reservations", "spend", "held_results"];
-/** Partial indexes that hold only what is still open, whatever the ledger's size. */
-const OPEN_ONLY = ["reservations_open", "reservations_awaiting"];
+/** Partial indexes that hold only what is still open or not yet pruned, whatever the ledger's size. */
+const OPEN_ONLY = ["reservations_open", "reservations_awaiting", "reservations_prunable"];
 const WHOLE_ASKED: [RegExp, string][] = [
   [
     /^SELECT rowid AS cursor, \* FROM receipts WHERE rowid > \$after AND rowid <= \$last ORDER BY rowid LIMIT \$limit$/,

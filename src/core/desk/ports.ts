@@ -191,6 +191,13 @@ export interface MoneyLedger {
   approvalsDue(beforeMs: number): Promise<ApprovalHold[]>;
   /** Keeps a result until `heldUntil`; past ones go first and a key keeps its `perKey` newest. */
   holdResult(held: HeldResult & { now: number; perKey: number }): Promise<void>;
+  /**
+   * Deletes at most `limit` settled reservations made before `beforeMs` that no approval names,
+   * in one transaction, folding what desk check and a first org budget read of them (the count,
+   * the charges per org, org period and UTC day) into a summary in the same transaction; how
+   * many it deleted. Nothing else reads a settled reservation once its call is over.
+   */
+  pruneSettled(beforeMs: number, limit: number): Promise<number>;
 }
 
 export interface OrgStore {

@@ -2,7 +2,8 @@
 // and those older than the upstream timeout plus a margin (a call that hung). Each is refunded
 // with a signed `refunded_abandoned` receipt: nobody pays for an answer nobody received. A
 // reservation awaiting a person's decision is none of these (it outlives a restart): it is
-// settled once its ask expired and the approved call could no longer be repeated.
+// settled once its ask expired and the approved call could no longer be repeated. Settled
+// reservations are pruned once nothing reads them (pruneSettled).
 import { readDecision } from "./approval.ts";
 import type { DeskContext } from "./context.ts";
 import { ABANDON_MARGIN_MS, APPROVAL_USE_MS } from "./limits.ts";
@@ -29,9 +30,33 @@ export async function sweepAbandoned(d: DeskContext, beforeMs: number): Promise<
   return refunded;
 }
 
-/** The sweep the running desk repeats: reservations older than the timeout plus a margin, and approvals past their use. */
+/**
+ * The sweep the running desk repeats: reservations older than the timeout plus a margin, and
+ * approvals past their use, refunded (how many); then settled reservations pruned.
+ */
 export async function sweepStale(d: DeskContext): Promise<number> {
-  return (await sweepAbandoned(d, d.now() - d.upstreamTimeoutMs - ABANDON_MARGIN_MS)) + (await sweepApprovals(d));
+  const settled = (await sweepAbandoned(d, d.now() - d.upstreamTimeoutMs - ABANDON_MARGIN_MS)) + (await sweepApprovals(d));
+  await pruneSettled(d);
+  return settled;
+}
+
+/** Settled reservations deleted per transaction: each is a few milliseconds, so no call waits long behind one. */
+export const PRUNE_BATCH = 500;
+
+/**
+ * Deletes the settled reservations nothing reads any more, a batch per transaction; how many.
+ * A call's own settlement comes within its upstream timeout, and a late one after the sweep
+ * refunded it answers from the row ("already_settled"): rows are kept twice the sweep's age.
+ * Reservations an approval names are kept (a repeat of the approved call reads its outcome).
+ */
+export async function pruneSettled(d: DeskContext): Promise<number> {
+  const before = d.now() - 2 * (d.upstreamTimeoutMs + ABANDON_MARGIN_MS);
+  let pruned = 0;
+  for (;;) {
+    const n = await d.ledger.money.pruneSettled(before, PRUNE_BATCH);
+    pruned += n;
+    if (n < PRUNE_BATCH) return pruned;
+  }
 }
 
 /**

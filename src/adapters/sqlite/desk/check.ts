@@ -1,7 +1,8 @@
 // The money invariants of `desk check` in SQL (the signatures and chains are checked by the
 // domain, core/desk/check.ts): for every key and period, spent = charges + open reservations;
 // the key row's spend equals its current period's; the same for organization budgets;
-// reservation and receipt counts agree.
+// reservation and receipt counts agree. Settled reservations pruned in housekeeping count
+// through settled_pruned, the summary their deleting transaction wrote.
 import type { LedgerCheck } from "../../../core/desk/ports.ts";
 import type { ReceiptRecord } from "../../../core/desk/records.ts";
 import { printable } from "../../../core/receipt/printable.ts";
@@ -44,9 +45,11 @@ export class SqliteCheck implements LedgerCheck {
     const orgRows = db
       .query(
         `SELECT s.org_id, s.period, s.spent_mc, s.charged_mc AS counted_charges,
-           coalesce((SELECT sum(price_mc) FROM reservations v WHERE v.org_id = s.org_id AND v.org_period = s.period AND v.outcome = 'charged'), 0) AS charged,
+           coalesce((SELECT sum(price_mc) FROM reservations v WHERE v.org_id = s.org_id AND v.org_period = s.period AND v.outcome = 'charged'), 0)
+             + coalesce((SELECT sum(charged_mc) FROM settled_pruned p WHERE p.org_id = s.org_id AND p.org_period = s.period), 0) AS charged,
            coalesce((SELECT sum(price_mc) FROM reservations v WHERE v.org_id = s.org_id AND v.org_period = s.period
-             AND (v.state = 'open' OR v.outcome = 'charged')), 0) AS counted
+             AND (v.state = 'open' OR v.outcome = 'charged')), 0)
+             + coalesce((SELECT sum(charged_mc) FROM settled_pruned p WHERE p.org_id = s.org_id AND p.org_period = s.period), 0) AS counted
          FROM org_spend s ORDER BY s.org_id, s.period`,
       )
       .all() as { org_id: string; period: string; spent_mc: number; counted_charges: number; charged: number; counted: number }[];
@@ -70,7 +73,10 @@ export class SqliteCheck implements LedgerCheck {
       .query(`SELECT count(*) AS n FROM receipts r WHERE r.outcome = 'charged' AND NOT EXISTS (SELECT 1 FROM keys k WHERE k.id = r.key_id)`)
       .get() as { n: number };
     if (orphans.n > 0) problems.push(`${orphans.n} charged receipts belong to no key`);
-    const settled = db.query("SELECT count(*) AS n FROM reservations WHERE state = 'settled'").get() as { n: number };
+    // Pruned reservations count in the summary their transaction folded them into.
+    const settled = db
+      .query("SELECT (SELECT count(*) FROM reservations WHERE state = 'settled') + (SELECT coalesce(sum(settled), 0) FROM settled_pruned) AS n")
+      .get() as { n: number };
     const settledReceipts = db
       .query("SELECT count(*) AS n FROM receipts WHERE outcome NOT IN ('refused_not_allowed', 'refused_budget', 'refused_org_budget')")
       .get() as {

@@ -68,8 +68,14 @@ export class SqliteFinance implements FinanceStore {
          RETURNING price_mc, outcome`,
       )
       .all({ org: change.orgId, period, start: periodStart(change.reset, change.now) }) as { price_mc: number; outcome: string | null }[];
-    const spent = counted.reduce((sum, r) => sum + r.price_mc, 0);
-    const charged = counted.reduce((sum, r) => sum + (r.outcome === "charged" ? r.price_mc : 0), 0);
+    // Charges of this period whose reservations were pruned are in settled_pruned, by UTC day.
+    const startDay = new Date(periodStart(change.reset, change.now)).toISOString().slice(0, 10);
+    const pruned = db
+      .query("UPDATE settled_pruned SET org_period = ? WHERE org_id = ? AND org_period = '' AND day >= ? RETURNING charged_mc")
+      .all(period, change.orgId, startDay) as { charged_mc: number }[];
+    const prunedCharges = pruned.reduce((sum, r) => sum + r.charged_mc, 0);
+    const spent = counted.reduce((sum, r) => sum + r.price_mc, 0) + prunedCharges;
+    const charged = counted.reduce((sum, r) => sum + (r.outcome === "charged" ? r.price_mc : 0), 0) + prunedCharges;
     // The throw rolls back the marks just written with the rest of the transaction.
     if (change.budgetMc !== null && change.budgetMc < spent) throw new OverBudget();
     db.query("INSERT INTO org_budgets (org_id, budget_mc, reset, period, spent_mc) VALUES (?, ?, ?, ?, ?)").run(

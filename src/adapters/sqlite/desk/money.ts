@@ -452,6 +452,30 @@ export class SqliteMoney implements MoneyLedger {
     );
   }
 
+  pruneSettled(beforeMs: number, limit: number): Promise<number> {
+    return this.commit.run(() =>
+      this.sql.immediate(() => {
+        const db = this.sql.db;
+        const rows = db
+          .query(
+            `SELECT id, org_id, org_period, created_at, outcome, price_mc FROM reservations
+             WHERE state = 'settled' AND approval_id IS NULL AND created_at < ? ORDER BY created_at LIMIT ?`,
+          )
+          .all(beforeMs, limit) as Pick<ReservationRow, "id" | "org_id" | "org_period" | "created_at" | "outcome" | "price_mc">[];
+        const fold = db.query(
+          `INSERT INTO settled_pruned (org_id, org_period, day, settled, charged_mc) VALUES (?, ?, ?, ?, ?)
+           ON CONFLICT (org_id, org_period, day) DO UPDATE SET settled = settled + excluded.settled, charged_mc = charged_mc + excluded.charged_mc`,
+        );
+        const remove = db.query("DELETE FROM reservations WHERE id = ?");
+        for (const r of rows) {
+          fold.run(r.org_id, r.org_period ?? "", dayOf(r.created_at), 1, r.outcome === "charged" ? r.price_mc : 0);
+          remove.run(r.id);
+        }
+        return rows.length;
+      }),
+    );
+  }
+
   /** What a key can still spend in `period`: its own room, and its org's at `now` when the org keeps a budget. */
   private remainingOf(keyId: string, period: string, now: number): number {
     const key = this.sql.db.query("SELECT * FROM keys WHERE id = ?").get(keyId) as KeyRow | null;
@@ -536,6 +560,9 @@ export class SqliteMoney implements MoneyLedger {
     return receipt;
   }
 }
+
+/** The UTC day of `ms`, as settled_pruned groups reservations by it. */
+const dayOf = (ms: number) => new Date(ms).toISOString().slice(0, 10);
 
 /** The lesser room; null (an unlimited org) leaves the key's. */
 const lesser = (keyRoom: number, orgRoom: number | null) => (orgRoom === null ? keyRoom : Math.min(keyRoom, Math.max(0, orgRoom)));
