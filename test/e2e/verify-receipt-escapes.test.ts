@@ -158,12 +158,12 @@ describe("desk check prints ledger text only escaped", () => {
     const raw = new Database(db);
     raw.run("PRAGMA foreign_keys = OFF");
     raw.run("INSERT INTO spend (key_id, period, spent_mc) VALUES (?, ?, 5)", [HOSTILE, HOSTILE]);
-    const planted = { ...charged, kid: HOSTILE };
-    raw.run(
-      `INSERT INTO receipts (id, org_id, key_id, seq, issued_at, tool, outcome, period, amount_mc, kid, sha256, envelope)
-       VALUES (?, 'org_1', ?, 1, 0, 't__x', 'charged', 'none', 10, ?, '', ?)`,
-      [HOSTILE, HOSTILE, HOSTILE, JSON.stringify(planted)],
-    );
+    // A receipt's columns are read out of its payload: the hostile id, key and kid are signed ones.
+    const planted = signedRaw({ ...charged.receipt, id: HOSTILE, key_id: HOSTILE, kid: HOSTILE });
+    raw.run("INSERT INTO receipts (payload, signature, sha256, issued_at) VALUES (?, ?, zeroblob(32), 0)", [
+      Buffer.from(planted.payload, "base64url").toString("utf8"),
+      Buffer.from(planted.signature, "base64url"),
+    ]);
     raw.close();
     chmodSync(db, 0o600);
     const r = await runBinary(["desk", "check", "--data", dir.path]);

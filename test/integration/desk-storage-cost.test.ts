@@ -2,7 +2,7 @@
 // receipts, audit rows and reservations), housekeeping run, then every byte SQLite holds for
 // them (dbstat: tables and indexes, free pages included) divided by N. The promise is
 // RELIABILITY.md's storage cost per call; the breakdown is printed so a regression names its table.
-import { Database } from "bun:sqlite";
+import type { Database } from "bun:sqlite";
 import { afterAll, beforeAll, expect, test } from "bun:test";
 import { startUpstreamFixture, type UpstreamFixture } from "../fixtures/upstream-server.ts";
 import { makeDeskOnFixture, manualClock } from "./desk-harness.ts";

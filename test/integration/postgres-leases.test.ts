@@ -8,6 +8,7 @@ import { checkMoney } from "../../src/adapters/postgres/check.ts";
 import { LeaseKeeper, type LostReason } from "../../src/adapters/postgres/lease-keeper.ts";
 import { abandonedByDeadNodes, openReservationsOf, registerNode, releaseLease, renewLease } from "../../src/adapters/postgres/leases.ts";
 import { type CallInput, reserve, type SettleResult, settle } from "../../src/adapters/postgres/money.ts";
+import { RECEIPT_COLUMNS, type ReceiptRow, receiptOf } from "../../src/adapters/postgres/rows.ts";
 import { hourOf } from "../../src/core/desk/period.ts";
 import { verifyChain } from "../../src/core/receipt/index.ts";
 import { usePostgres } from "../helpers/postgres.ts";
@@ -100,7 +101,9 @@ describe("sweeping a dead node", () => {
     expect(await ledger.sql`SELECT spent_mc FROM keys`).toEqual([{ spent_mc: 100n }] as never);
     expect(await abandonedByDeadNodes(ledger.sql, 1000)).toEqual([]);
     expect(await checkMoney(ledger.sql)).toEqual([]);
-    const envelopes = (await ledger.sql`SELECT envelope FROM receipts ORDER BY seq`).map((r: { envelope: string }) => JSON.parse(r.envelope));
+    const envelopes = ((await ledger.sql.unsafe(`SELECT ${RECEIPT_COLUMNS} FROM receipts ORDER BY seq`)) as ReceiptRow[]).map((r) =>
+      JSON.parse(receiptOf(r).envelope),
+    );
     expect(verifyChain(envelopes).failures).toEqual([]);
     expect(envelopes.every((e: { receipt: { http_status: number; amount_mc: number } }) => e.receipt.http_status === 504 && e.receipt.amount_mc === 0)).toBe(
       true,

@@ -6,6 +6,7 @@ import { describe, expect, test } from "bun:test";
 import type { SQL } from "bun";
 import { checkMoney } from "../../src/adapters/postgres/check.ts";
 import { type CallInput, recordPlainRefusal, refuseNotAllowed, reserve, settle } from "../../src/adapters/postgres/money.ts";
+import { RECEIPT_COLUMNS, type ReceiptRow, receiptOf } from "../../src/adapters/postgres/rows.ts";
 import { hourOf } from "../../src/core/desk/period.ts";
 import { verifyChain, verifyEnvelope } from "../../src/core/receipt/index.ts";
 import { usePostgres } from "../helpers/postgres.ts";
@@ -33,8 +34,8 @@ async function keyRow(sql: SQL, id: string) {
 
 /** The key's receipts in chain order: every signature verifies and the chain runs 1..N unbroken. */
 async function expectSoundChain(sql: SQL, keyId: string, jwks: Parameters<typeof verifyEnvelope>[1]): Promise<number> {
-  const rows = await sql`SELECT envelope FROM receipts WHERE key_id = ${keyId} ORDER BY seq`;
-  const envelopes = rows.map((r: { envelope: string }) => JSON.parse(r.envelope));
+  const rows = (await sql.unsafe(`SELECT ${RECEIPT_COLUMNS} FROM receipts WHERE key_id = $1 ORDER BY seq`, [keyId])) as ReceiptRow[];
+  const envelopes = rows.map((r) => JSON.parse(receiptOf(r).envelope));
   for (const e of envelopes) expect(verifyEnvelope(e, jwks).filter((c) => !c.ok)).toEqual([]);
   expect(verifyChain(envelopes)).toEqual({ keys: envelopes.length > 0 ? 1 : 0, failures: [] });
   expect(envelopes.map((e: { receipt: { seq: number } }) => e.receipt.seq)).toEqual(envelopes.map((_: unknown, i: number) => i + 1));

@@ -76,8 +76,8 @@ describe("append-only receipts and audit", () => {
     await using ledger = await freshLedger(pg.server);
     const key = await addKey(ledger.sql, { budgetMc: 10 });
     await ledger.sql`
-      INSERT INTO receipts (id, org_id, key_id, seq, issued_at, tool, outcome, period, amount_mc, kid, sha256, envelope)
-      VALUES ('rcpt_1', ${key.orgId}, ${key.id}, 1, 0, 't', 'charged', 'none', 5, 'kid', ${"0".repeat(64)}, '{}')`;
+      INSERT INTO receipts (id, org_id, key_id, seq, issued_at, outcome, period, amount_mc, payload, signature)
+      VALUES ('rcpt_1', ${key.orgId}, ${key.id}, 1, 0, 'charged', 'none', 5, '{}', ${new Uint8Array(64)})`;
     await ledger.sql`
       INSERT INTO audit (at, org_id, key_id, tool, outcome, http_status, price_mc, upstream_cost_mc, margin_mc, receipt_id)
       VALUES (0, ${key.orgId}, ${key.id}, 't', 'charged', 200, 5, 1, 4, 'rcpt_1')`;
@@ -90,7 +90,8 @@ describe("append-only receipts and audit", () => {
         sql`UPDATE receipts SET amount_mc = 0`,
         sql`DELETE FROM receipts`,
         sql`TRUNCATE receipts`,
-        sql.unsafe("UPDATE receipts SET envelope = '{\"forged\":true}' WHERE id = 'rcpt_1'"),
+        sql.unsafe("UPDATE receipts SET payload = '{\"forged\":true}' WHERE id = 'rcpt_1'"),
+        sql.unsafe("UPDATE receipts SET signature = '\\x00' WHERE id = 'rcpt_1'"),
       ]) {
         expect(await failureOf(change)).toMatchObject({ state: "23000", kind: "constraint", message: "receipts is append-only" });
       }

@@ -11,16 +11,20 @@ import {
   canonicalJson,
   canonicalReceipt,
   describeCheck,
+  envelopeText,
   generateSigningKey,
   jwksOf,
   loadSigner,
+  openEnvelope,
   paramsSha256,
   type Receipt,
   ReceiptInvalidError,
   type ReceiptFields,
   ReceiptKeys,
+  readableReceipt,
   receiptProblem,
   resultSha256,
+  signedOf,
   verifyResponse,
 } from "../../src/core/receipt/index.ts";
 import { importJwksWeb, verifyResponseWeb } from "../../src/core/receipt/verify-web.ts";
@@ -166,5 +170,32 @@ describe("the browser's verifier", () => {
       const checks = await verifyResponseWeb(JSON.parse(v.body), keys, v.args === undefined ? undefined : JSON.parse(v.args));
       expect({ name: v.name, passes: checks.every((c) => c.ok) }).toEqual({ name: v.name, passes: false });
     }
+  });
+});
+
+describe("a receipt stored once (payload and signature)", () => {
+  test("the envelope derived from what is stored is the signer's, byte for byte, in version 1 and 2", () => {
+    const { approval: _, ...v1 } = fields();
+    for (const env of [
+      desk.sign(fields()),
+      desk.sign({ ...v1, tool: 'wx__\u00e9t\u00e9 "q"\n', outcome: "refused_budget", amount_mc: 0, result_sha256: null }),
+    ]) {
+      const stored = signedOf(env);
+      expect(stored.signature).toHaveLength(64);
+      expect(envelopeText(stored)).toBe(JSON.stringify(env));
+      expect(readableReceipt(stored.payload)).toEqual(env.receipt);
+    }
+  });
+
+  test("a changed payload or signature derives an envelope that fails its checks", () => {
+    const stored = signedOf(desk.sign(fields()));
+    const forged = { ...stored, payload: stored.payload.replace('"price_mc":150000', '"price_mc":1') };
+    const failed = (s: typeof stored) =>
+      openEnvelope(JSON.parse(envelopeText(s)), ReceiptKeys.fromJwks(DESK_JWKS))
+        .checks.filter((c) => !c.ok)
+        .map((c) => c.name);
+    expect(failed(stored)).toEqual([]);
+    expect(failed(forged)).toContain("signature");
+    expect(failed({ ...stored, signature: new Uint8Array(64) })).toContain("signature");
   });
 });

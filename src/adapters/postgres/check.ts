@@ -3,6 +3,8 @@
 // (they read receiptsInChainOrder); this adds the one thing SQLite does not have, the chain head kept
 // on each key row. Organization budgets are checked as keys are: each org period's spend is its
 // charged and open reservations, its counted charges its charges, the org row its period's.
+// Settled reservations pruned in housekeeping count through settled_pruned, the summary their
+// deleting statement wrote.
 import type { SQL } from "bun";
 import type { LedgerCheck } from "../../core/desk/ports.ts";
 import type { ReceiptRecord } from "../../core/desk/records.ts";
@@ -30,7 +32,7 @@ export async function checkMoney(sql: SQL): Promise<string[]> {
   const keys = await sql`
     SELECT k.id, k.spent_mc, coalesce(s.spent_mc, 0) AS period_spent, k.receipt_seq, k.receipt_head_sha256,
            (SELECT max(seq) FROM receipts r WHERE r.key_id = k.id) AS last_seq,
-           (SELECT sha256 FROM receipts r WHERE r.key_id = k.id ORDER BY seq DESC LIMIT 1) AS last_sha256
+           (SELECT encode(sha256(convert_to(payload, 'UTF8')), 'hex') FROM receipts r WHERE r.key_id = k.id ORDER BY seq DESC LIMIT 1) AS last_sha256
       FROM keys k LEFT JOIN spend s ON s.key_id = k.id AND s.period = k.period ORDER BY k.id`;
   for (const k of keys) {
     if (toSafe(k.spent_mc) !== toSafe(k.period_spent))
@@ -41,9 +43,11 @@ export async function checkMoney(sql: SQL): Promise<string[]> {
   }
   const orgPeriods = await sql`
     SELECT s.org_id, s.period, s.spent_mc, s.charged_mc AS counted_charges,
-           coalesce((SELECT sum(price_mc) FROM reservations v WHERE v.org_id = s.org_id AND v.org_period = s.period AND v.outcome = 'charged'), 0) AS charged,
+           coalesce((SELECT sum(price_mc) FROM reservations v WHERE v.org_id = s.org_id AND v.org_period = s.period AND v.outcome = 'charged'), 0)
+             + coalesce((SELECT sum(charged_mc) FROM settled_pruned p WHERE p.org_id = s.org_id AND p.org_period = s.period), 0) AS charged,
            coalesce((SELECT sum(price_mc) FROM reservations v WHERE v.org_id = s.org_id AND v.org_period = s.period
-             AND (v.state = 'open' OR v.outcome = 'charged')), 0) AS counted
+             AND (v.state = 'open' OR v.outcome = 'charged')), 0)
+             + coalesce((SELECT sum(charged_mc) FROM settled_pruned p WHERE p.org_id = s.org_id AND p.org_period = s.period), 0) AS counted
       FROM org_spend s ORDER BY s.org_id, s.period`;
   for (const r of orgPeriods) {
     const [spent, charged, counted] = [toSafe(r.spent_mc), toSafe(r.charged), toSafe(r.counted)];
@@ -63,7 +67,7 @@ export async function checkMoney(sql: SQL): Promise<string[]> {
   const [orphans] = await sql`SELECT count(*) AS n FROM receipts r WHERE r.outcome = 'charged' AND NOT EXISTS (SELECT 1 FROM keys k WHERE k.id = r.key_id)`;
   if (toSafe(orphans.n) > 0) problems.push(`${orphans.n} charged receipts belong to no key`);
   const [counts] = await sql`
-    SELECT (SELECT count(*) FROM reservations WHERE state = 'settled') AS settled,
+    SELECT (SELECT count(*) FROM reservations WHERE state = 'settled') + (SELECT coalesce(sum(settled), 0) FROM settled_pruned) AS settled,
            (SELECT count(*) FROM receipts WHERE outcome NOT IN ('refused_not_allowed', 'refused_budget', 'refused_org_budget')) AS receipts`;
   if (toSafe(counts.settled) !== toSafe(counts.receipts))
     problems.push(`${counts.settled} settled reservations but ${counts.receipts} receipts of settled calls`);

@@ -8,7 +8,7 @@ import type { BudgetChange, BudgetChangeResult, Clock, FinanceStore, OrgRecordMa
 import type { OrgBudget, StoredOrgRecord } from "../../core/desk/records.ts";
 import { newId } from "../../core/desk/secrets.ts";
 import type { OrgRecordEnvelope, OrgRecordFields } from "../../core/finance/org-records.ts";
-import type { Receipt } from "../../core/receipt/types.ts";
+import { readableReceipt, sha256Hex } from "../../core/receipt/index.ts";
 import type { Db } from "./db.ts";
 import { toSafe } from "./money.ts";
 import { percentagesOf } from "./rows.ts";
@@ -116,11 +116,10 @@ export class PostgresFinance implements FinanceStore {
         return { envelope, record: envelope.record };
       });
       const receiptRows = (await tx`
-        SELECT sha256, envelope FROM receipts WHERE org_id = ${orgId} AND issued_at < ${BigInt(issuedAt)}::bigint ORDER BY key_id, seq`) as {
-        sha256: string;
-        envelope: string;
+        SELECT payload FROM receipts WHERE org_id = ${orgId} AND issued_at < ${BigInt(issuedAt)}::bigint ORDER BY key_id, seq`) as {
+        payload: string;
       }[];
-      const receipts = receiptRows.map((r) => ({ receipt: (JSON.parse(r.envelope) as { receipt: Receipt }).receipt, payloadSha256: r.sha256 }));
+      const receipts = receiptRows.map((r) => ({ receipt: readableReceipt(r.payload), payloadSha256: sha256Hex(r.payload) }));
       return { issuedAt, records, receipts };
     });
   }
@@ -157,8 +156,14 @@ async function firstBudget(tx: SQL, change: BudgetChange, make: OrgRecordMaker):
     UPDATE reservations SET org_period = ${period}
      WHERE org_id = ${change.orgId} AND created_at >= ${BigInt(periodStart(change.reset, change.now))}::bigint AND (state = 'open' OR outcome = 'charged')
     RETURNING price_mc, outcome`) as { price_mc: bigint; outcome: string | null }[];
-  const spent = counted.reduce((sum, r) => sum + toSafe(r.price_mc), 0);
-  const charged = counted.reduce((sum, r) => sum + (r.outcome === "charged" ? toSafe(r.price_mc) : 0), 0);
+  // Charges of this period whose reservations were pruned are in settled_pruned, by UTC day (pruning waits on the lock above).
+  const pruned = (await tx`
+    UPDATE settled_pruned SET org_period = ${period}
+     WHERE org_id = ${change.orgId} AND org_period = '' AND day >= ${new Date(periodStart(change.reset, change.now)).toISOString().slice(0, 10)}
+    RETURNING charged_mc`) as { charged_mc: bigint }[];
+  const prunedCharges = pruned.reduce((sum, r) => sum + toSafe(r.charged_mc), 0);
+  const spent = counted.reduce((sum, r) => sum + toSafe(r.price_mc), 0) + prunedCharges;
+  const charged = counted.reduce((sum, r) => sum + (r.outcome === "charged" ? toSafe(r.price_mc) : 0), 0) + prunedCharges;
   if (change.budgetMc !== null && change.budgetMc < spent) throw new OverBudget();
   const [row] = (await tx`
     INSERT INTO org_budgets (org_id, budget_mc, reset, period, spent_mc)

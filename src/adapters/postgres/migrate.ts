@@ -43,7 +43,9 @@ export async function migrate(sql: SQL, migrations: readonly Migration[] = POSTG
     if (from > known) throw new SchemaTooNew(from, known);
     for (let version = from + 1; version <= known; version++) {
       await tx.unsafe(`SET LOCAL search_path = ${SCHEMA}`);
-      await tx.unsafe(migrations[version - 1]!.sql);
+      const migration = migrations[version - 1]!;
+      await tx.unsafe(migration.sql);
+      await migration.convert?.(tx);
     }
     if (known > from) {
       await tx.unsafe(

@@ -37,7 +37,7 @@ import {
   toSafe,
 } from "./money.ts";
 import type { NodeSession } from "./node.ts";
-import { receiptOf } from "./rows.ts";
+import { RECEIPT_COLUMNS, receiptOf } from "./rows.ts";
 
 /** Reservations one sweep lists at most; the next sweep takes the rest. */
 const SWEEP_BATCH = 1_000;
@@ -137,14 +137,7 @@ export class PostgresMoney implements MoneyLedger {
 
   private async holdOf(r: HoldRow): Promise<ApprovalHold> {
     const receipt =
-      r.receipt_id === null
-        ? undefined
-        : (
-            await this.db.run(
-              (sql) =>
-                sql`SELECT id, org_id, key_id, seq, issued_at, tool, outcome, period, amount_mc, kid, sha256, envelope FROM receipts WHERE id = ${r.receipt_id}`,
-            )
-          )[0];
+      r.receipt_id === null ? undefined : (await this.db.run((sql) => sql.unsafe(`SELECT ${RECEIPT_COLUMNS} FROM receipts WHERE id = $1`, [r.receipt_id])))[0];
     return {
       approvalId: r.approval_id,
       askSha256: r.ask_sha256,
@@ -159,6 +152,32 @@ export class PostgresMoney implements MoneyLedger {
       stage: r.approval_stage,
       settled: r.state === "settled" ? { outcome: r.outcome!, receipt: receipt === undefined ? null : receiptOf(receipt) } : null,
     };
+  }
+
+  /**
+   * One statement: the batch deleted (rows another node is pruning are skipped), folded into
+   * settled_pruned by org, org period and UTC day, committed together.
+   */
+  async pruneSettled(beforeMs: number, limit: number): Promise<number> {
+    const [row] = await this.db.run(
+      (sql) => sql`
+        WITH gone AS (
+          DELETE FROM reservations WHERE id IN (
+            SELECT id FROM reservations WHERE state = 'settled' AND approval_id IS NULL AND created_at < ${BigInt(beforeMs)}::bigint
+             ORDER BY created_at LIMIT ${limit}::integer FOR UPDATE SKIP LOCKED)
+          RETURNING org_id, org_period, created_at, outcome, price_mc
+        ), folded AS (
+          INSERT INTO settled_pruned (org_id, org_period, day, settled, charged_mc)
+          SELECT org_id, coalesce(org_period, ''), to_char(to_timestamp(created_at / 1000) AT TIME ZONE 'UTC', 'YYYY-MM-DD'),
+                 count(*), coalesce(sum(price_mc) FILTER (WHERE outcome = 'charged'), 0)
+            FROM gone GROUP BY 1, 2, 3
+          ON CONFLICT (org_id, org_period, day) DO UPDATE
+            SET settled = settled_pruned.settled + excluded.settled, charged_mc = settled_pruned.charged_mc + excluded.charged_mc
+          RETURNING 1
+        )
+        SELECT (SELECT count(*) FROM gone)::integer AS n, (SELECT count(*) FROM folded)::integer AS folded`,
+    );
+    return row.n as number;
   }
 
   async holdResult(held: HeldResult & { now: number; perKey: number }): Promise<void> {

@@ -26,7 +26,7 @@ import type { ApprovalAsked } from "../../core/desk/records.ts";
 import type { ScopeOutcome } from "../../core/finance/alerts.ts";
 import type { ApprovalEnvelope } from "../../core/receipt/index.ts";
 import { lesser, orgPeriodsAt, orgRoom, orgScopeAt, writeAlerts } from "./org-money.ts";
-import { percentagesOf, type ReceiptRow } from "./rows.ts";
+import { percentagesOf, RECEIPT_COLUMNS, type ReceiptRow } from "./rows.ts";
 
 /** The node taking the call, as its lease row knows it. */
 export type NodeLease = { id: string; epoch: number };
@@ -217,9 +217,9 @@ async function appendReceipt(tx: SQL, head: ChainHead, r: ReceiptInput, make: Re
   const margin = r.outcome === "charged" ? r.priceMc - r.upstreamCostMc : 0;
   await tx`
     WITH rc AS (
-      INSERT INTO receipts (id, org_id, key_id, seq, issued_at, tool, outcome, period, amount_mc, kid, sha256, envelope)
-      VALUES (${receipt.id}, ${r.orgId}, ${r.keyId}, ${big(seq)}::bigint, ${big(receipt.issuedAt)}::bigint, ${r.tool}, ${r.outcome}, ${r.period},
-              ${big(r.amountMc)}::bigint, ${receipt.kid}, ${receipt.sha256}, ${receipt.envelope})
+      INSERT INTO receipts (id, org_id, key_id, seq, issued_at, outcome, period, amount_mc, payload, signature)
+      VALUES (${receipt.id}, ${r.orgId}, ${r.keyId}, ${big(seq)}::bigint, ${big(receipt.issuedAt)}::bigint, ${r.outcome}, ${r.period},
+              ${big(r.amountMc)}::bigint, ${receipt.signed.payload}, ${receipt.signed.signature})
     ), hd AS (
       UPDATE keys SET receipt_head_sha256 = ${receipt.sha256} WHERE id = ${r.keyId} AND receipt_seq = ${big(seq)}::bigint
     )
@@ -445,10 +445,7 @@ export async function settle(
     if (row === undefined) {
       const [prior] = await tx`SELECT key_id, period, outcome, receipt_id FROM reservations WHERE id = ${big(reservationId)}::bigint`;
       if (prior === undefined) throw new ReservationMissing(`no reservation ${reservationId}`);
-      const [receipt] =
-        prior.receipt_id === null
-          ? []
-          : await tx`SELECT id, org_id, key_id, seq, issued_at, tool, outcome, period, amount_mc, kid, sha256, envelope FROM receipts WHERE id = ${prior.receipt_id}`;
+      const [receipt] = prior.receipt_id === null ? [] : await tx.unsafe(`SELECT ${RECEIPT_COLUMNS} FROM receipts WHERE id = $1`, [prior.receipt_id]);
       return { kind: "already_settled", receipt: receipt ?? null, outcome: prior.outcome, remainingMc: await remainingOf(tx, prior.key_id, prior.period, now) };
     }
     const priceMc = toSafe(row.price_mc);

@@ -4,7 +4,7 @@
 import type { PlainOutcome, ReceiptOutcome } from "../../core/desk/outcomes.ts";
 import type { Reset } from "../../core/desk/period.ts";
 import type { AuditEntry, DeskKey, Org, ReceiptRecord, SigningKeyRecord, ToolRecord, UpstreamKind, UpstreamRecord } from "../../core/desk/records.ts";
-import type { ReceiptJwk } from "../../core/receipt/index.ts";
+import { envelopeText, type ReceiptJwk, readableReceipt, sha256Hex } from "../../core/receipt/index.ts";
 import type { RestOperation } from "../../core/rest/operation.ts";
 import type { AuthSettings } from "../../core/upstream/auth-config.ts";
 import { toSafe } from "./money.ts";
@@ -120,38 +120,43 @@ export const toolOf = (r: ToolRow): ToolRecord => ({
   active: r.active,
 });
 
+/** A receipt row: the columns the queries filter on, what was signed (payload, signature), and a converted row's own envelope text. */
 export type ReceiptRow = {
   id: string;
   org_id: string;
   key_id: string;
   seq: Int8;
   issued_at: Int8;
-  tool: string;
   outcome: ReceiptOutcome;
   period: string;
   amount_mc: Int8;
-  kid: string;
-  sha256: string;
-  envelope: string;
+  payload: string;
+  signature: Uint8Array;
+  /** The envelope text of a converted row that is not exactly the derived one; null otherwise. */
+  envelope: string | null;
 };
 
-export const receiptOf = (r: ReceiptRow): ReceiptRecord => ({
-  id: r.id,
-  orgId: r.org_id,
-  keyId: r.key_id,
-  seq: toSafe(r.seq),
-  issuedAt: toSafe(r.issued_at),
-  tool: r.tool,
-  outcome: r.outcome,
-  period: r.period,
-  amountMc: toSafe(r.amount_mc),
-  kid: r.kid,
-  sha256: r.sha256,
-  envelope: r.envelope,
-});
+/** A receipt record: its tool, kid and hash read out of the signed payload, its envelope derived from it. */
+export function receiptOf(r: ReceiptRow): ReceiptRecord {
+  const receipt = readableReceipt(r.payload);
+  return {
+    id: r.id,
+    orgId: r.org_id,
+    keyId: r.key_id,
+    seq: toSafe(r.seq),
+    issuedAt: toSafe(r.issued_at),
+    tool: receipt.tool,
+    outcome: r.outcome,
+    period: r.period,
+    amountMc: toSafe(r.amount_mc),
+    kid: receipt.kid,
+    sha256: sha256Hex(r.payload),
+    envelope: r.envelope ?? envelopeText({ payload: r.payload, signature: r.signature }, receipt),
+  };
+}
 
 /** The columns of a receipt row, in the order receiptOf reads them. */
-export const RECEIPT_COLUMNS = "id, org_id, key_id, seq, issued_at, tool, outcome, period, amount_mc, kid, sha256, envelope";
+export const RECEIPT_COLUMNS = "id, org_id, key_id, seq, issued_at, outcome, period, amount_mc, payload, signature, envelope";
 
 export type AuditRow = {
   at: Int8;

@@ -11,9 +11,12 @@
 // ledger (periods, hours, names) are COLLATE "C": byte order, as SQLite compares, whatever the
 // database's locale. JSON the desk passes on unchanged (a tool's input schema and listing) is
 // text, because jsonb would reorder its keys.
+import type { SQL } from "bun";
+import { envelopeText, readableReceipt, sha256Hex, signedOf } from "../../core/receipt/index.ts";
 import { SCHEMA } from "./connection.ts";
 
-export type Migration = { name: string; sql: string };
+/** One SQL script, and for rows SQL alone cannot convert a step run after it in the same transaction. */
+export type Migration = { name: string; sql: string; convert?: (tx: SQL) => Promise<void> };
 
 const V1 = `
 CREATE TABLE meta (
@@ -350,10 +353,102 @@ CREATE TRIGGER alerts_no_delete BEFORE DELETE ON alerts FOR EACH ROW EXECUTE FUN
 CREATE TRIGGER alerts_no_truncate BEFORE TRUNCATE ON alerts FOR EACH STATEMENT EXECUTE FUNCTION refuse_change();
 `;
 
+// What is signed, stored once (as SQLite's migration 11): a receipt row keeps its canonical
+// payload text and 64-byte signature beside the columns the queries filter on; its tool, kid and
+// hash are read out of the payload, and the envelope is derived when read (core/receipt/stored.ts).
+// A converted row whose envelope text is not exactly the derived one keeps its text. Settled
+// reservations are pruned in housekeeping once nothing reads them; what desk check and a first org
+// budget need of them is folded, in the deleting statement, into settled_pruned.
+const V6 = `
+ALTER TABLE receipts ADD COLUMN payload text, ADD COLUMN signature bytea CHECK (octet_length(signature) = 64);
+ALTER TABLE receipts ALTER COLUMN envelope DROP NOT NULL;
+DROP INDEX receipts_key;
+
+CREATE TABLE settled_pruned (
+  org_id text COLLATE "C" NOT NULL,
+  org_period text COLLATE "C" NOT NULL,
+  day text COLLATE "C" NOT NULL,
+  settled bigint NOT NULL CHECK (settled >= 0),
+  charged_mc bigint NOT NULL CHECK (charged_mc >= 0),
+  PRIMARY KEY (org_id, org_period, day)
+);
+CREATE INDEX reservations_prunable ON reservations(created_at) WHERE state = 'settled' AND approval_id IS NULL;
+`;
+
+const V6_AFTER = `
+ALTER TABLE receipts ALTER COLUMN payload SET NOT NULL, ALTER COLUMN signature SET NOT NULL;
+ALTER TABLE receipts DROP COLUMN tool, DROP COLUMN kid, DROP COLUMN sha256;
+`;
+
+/**
+ * Moves every receipt to the stored-once form, a page at a time in write order. A row whose
+ * columns say other than its payload is refused, not converted: converting it would erase what
+ * desk check would have named. The append-only trigger is off for this transaction only.
+ */
+async function convertReceipts(tx: SQL): Promise<void> {
+  await tx`ALTER TABLE receipts DISABLE TRIGGER receipts_append_only`;
+  for (let after = 0n; ; ) {
+    const rows = (await tx`
+      SELECT n, id, org_id, key_id, seq, issued_at, tool, outcome, period, amount_mc, kid, sha256, envelope
+        FROM receipts WHERE n > ${after}::bigint ORDER BY n LIMIT 1000`) as {
+      n: bigint;
+      id: string;
+      org_id: string;
+      key_id: string;
+      seq: bigint;
+      issued_at: bigint;
+      tool: string;
+      outcome: string;
+      period: string;
+      amount_mc: bigint;
+      kid: string;
+      sha256: string;
+      envelope: string;
+    }[];
+    if (rows.length === 0) break;
+    const ns: string[] = [];
+    const payloads: string[] = [];
+    const signatures: string[] = [];
+    const envelopes: (string | null)[] = [];
+    for (const r of rows) {
+      const signed = signedOf(JSON.parse(r.envelope) as { payload: string; signature: string });
+      const receipt = readableReceipt(signed.payload);
+      const same =
+        receipt.id === r.id &&
+        receipt.org_id === r.org_id &&
+        receipt.key_id === r.key_id &&
+        BigInt(receipt.seq) === BigInt(r.seq) &&
+        BigInt(Date.parse(receipt.issued_at)) === BigInt(r.issued_at) &&
+        receipt.tool === r.tool &&
+        receipt.outcome === r.outcome &&
+        receipt.period === r.period &&
+        BigInt(receipt.amount_mc) === BigInt(r.amount_mc) &&
+        receipt.kid === r.kid &&
+        sha256Hex(signed.payload) === r.sha256 &&
+        signed.signature.length === 64;
+      if (!same) throw new Error(`receipt ${JSON.stringify(r.id)} differs from what was signed: run desk check with the version that wrote it`);
+      const derived = envelopeText(signed, receipt);
+      ns.push(String(r.n));
+      payloads.push(signed.payload);
+      signatures.push(Buffer.from(signed.signature).toString("hex"));
+      envelopes.push(derived === r.envelope ? null : r.envelope);
+    }
+    await tx`
+      UPDATE receipts r SET payload = c.payload, signature = decode(c.signature, 'hex'), envelope = c.envelope
+        FROM (SELECT unnest(${ns}::bigint[]) AS n, unnest(${payloads}::text[]) AS payload, unnest(${signatures}::text[]) AS signature,
+                     unnest(${envelopes}::text[]) AS envelope) c
+       WHERE r.n = c.n`;
+    after = rows[rows.length - 1]!.n;
+  }
+  await tx`ALTER TABLE receipts ENABLE TRIGGER receipts_append_only`;
+  await tx.unsafe(V6_AFTER);
+}
+
 export const POSTGRES_MIGRATIONS: readonly Migration[] = [
   { name: "desk ledger", sql: V1 },
   { name: "desk rest upstreams and credentials", sql: V2 },
   { name: "desk approvals", sql: V3 },
   { name: "desk org budgets", sql: V4 },
   { name: "desk budget alerts", sql: V5 },
+  { name: "desk receipts stored once, settled reservations pruned", sql: V6, convert: convertReceipts },
 ];

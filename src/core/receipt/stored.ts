@@ -30,9 +30,8 @@ export function readableReceipt(payload: string): Receipt {
   return receipt as Receipt;
 }
 
-/** The envelope JSON text of a stored receipt, as the signer wrote it. */
-export function envelopeText(stored: SignedReceipt): string {
-  const receipt = readableReceipt(stored.payload);
+/** The envelope JSON text of a stored receipt, as the signer wrote it (`receipt`: its readableReceipt, when already read). */
+export function envelopeText(stored: SignedReceipt, receipt: Receipt = readableReceipt(stored.payload)): string {
   const envelope: Envelope = {
     payload: encodeBase64url(Buffer.from(stored.payload, "utf8")),
     signature: encodeBase64url(stored.signature),
