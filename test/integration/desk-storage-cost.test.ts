@@ -4,6 +4,7 @@
 // RELIABILITY.md's storage cost per call; the breakdown is printed so a regression names its table.
 import type { Database } from "bun:sqlite";
 import { afterAll, beforeAll, expect, test } from "bun:test";
+import { statSync } from "node:fs";
 import { startUpstreamFixture, type UpstreamFixture } from "../fixtures/upstream-server.ts";
 import { makeDeskOnFixture, manualClock } from "./desk-harness.ts";
 
@@ -32,9 +33,11 @@ test(`a clearing costs the ledger at most ${MAX_BYTES_PER_CALL} bytes`, { timeou
   const pageSize = (db.query("PRAGMA page_size").get() as { page_size: number }).page_size;
   const startPages = (db.query("PRAGMA page_count").get() as { page_count: number }).page_count;
   let sent = 0;
+  let walMax = 0;
   const worker = async () => {
     while (sent < CALLS) {
       const n = sent++;
+      if (n % 500 === 0) walMax = Math.max(walMax, statSync(`${t.dbPath}-wal`, { throwIfNoEntry: false })?.size ?? 0);
       const r = await t.call(k.secret, "fx__echo", { text: `call ${n}` });
       if (r.status !== 200) throw new Error(`call ${n}: ${r.status} ${await r.text()}`);
       await r.arrayBuffer();
@@ -43,9 +46,23 @@ test(`a clearing costs the ledger at most ${MAX_BYTES_PER_CALL} bytes`, { timeou
   await Promise.all(Array.from({ length: IN_FLIGHT }, worker));
   // Housekeeping once the calls are past every late settlement: settled reservations go.
   clock.advance(3_600_000);
+  const prune = t.ledger.money.pruneSettled.bind(t.ledger.money);
+  let longestBatch = 0;
+  t.ledger.money.pruneSettled = async (beforeMs, limit) => {
+    const start = performance.now();
+    try {
+      return await prune(beforeMs, limit);
+    } finally {
+      longestBatch = Math.max(longestBatch, performance.now() - start);
+    }
+  };
   const pruneStart = performance.now();
   await t.desk.sweepStale();
-  console.log(`housekeeping pruned ${CALLS} settled reservations in ${(performance.now() - pruneStart).toFixed(0)} ms`);
+  walMax = Math.max(walMax, statSync(`${t.dbPath}-wal`, { throwIfNoEntry: false })?.size ?? 0);
+  console.log(`largest WAL seen: ${(walMax / 1e6).toFixed(1)} MB`);
+  console.log(
+    `housekeeping pruned ${CALLS} settled reservations in ${(performance.now() - pruneStart).toFixed(0)} ms, longest batch ${longestBatch.toFixed(1)} ms`,
+  );
   expect(db.query("SELECT count(*) AS n FROM reservations").get()).toEqual({ n: 0 });
   await t.ledger.checkpointNow();
   const after = bytesByObject(db);

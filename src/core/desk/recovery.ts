@@ -41,7 +41,7 @@ export async function sweepStale(d: DeskContext): Promise<number> {
 }
 
 /** Settled reservations deleted per transaction: each is a few milliseconds, so no call waits long behind one. */
-export const PRUNE_BATCH = 500;
+export const PRUNE_BATCH = 250;
 
 /**
  * Deletes the settled reservations nothing reads any more, a batch per transaction; how many.
