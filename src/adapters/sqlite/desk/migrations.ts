@@ -305,7 +305,7 @@ CREATE TRIGGER alerts_fixed BEFORE UPDATE OF id, scope, subject_id, org_id, key_
 CREATE TRIGGER alerts_no_delete BEFORE DELETE ON alerts BEGIN SELECT RAISE(ABORT, 'alerts are kept'); END;
 `;
 
-// What is signed, stored once (SPEC 8.6, RELIABILITY "ledger bytes per call"): a receipt row is
+// What is signed, stored once (SPEC 8.2, RELIABILITY "Storage per call"): a receipt row is
 // its canonical payload text, its 64-byte signature, the payload's SHA-256 (the next link's
 // prev_sha256) and its issue time; every other column is read out of the payload itself (virtual
 // generated columns, indexed where the queries need them), so no column can say other than what
