@@ -164,6 +164,7 @@ export class PostgresMoney implements MoneyLedger {
         WITH gone AS (
           DELETE FROM reservations WHERE id IN (
             SELECT id FROM reservations WHERE state = 'settled' AND approval_id IS NULL AND created_at < ${BigInt(beforeMs)}::bigint
+               AND id < (SELECT max(id) FROM reservations)
              ORDER BY created_at LIMIT ${limit}::integer FOR UPDATE SKIP LOCKED)
           RETURNING org_id, org_period, created_at, outcome, price_mc
         ), folded AS (

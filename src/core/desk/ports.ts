@@ -195,7 +195,8 @@ export interface MoneyLedger {
    * Deletes at most `limit` settled reservations made before `beforeMs` that no approval names,
    * in one transaction, folding what desk check and a first org budget read of them (the count,
    * the charges per org, org period and UTC day) into a summary in the same transaction; how
-   * many it deleted. Nothing else reads a settled reservation once its call is over.
+   * many it deleted. The newest reservation is never deleted, so no id is ever given twice (a
+   * late settlement of a pruned one must never find another call's).
    */
   pruneSettled(beforeMs: number, limit: number): Promise<number>;
 }

@@ -6,7 +6,7 @@
 // reservations are pruned once nothing reads them (pruneSettled).
 import { readDecision } from "./approval.ts";
 import type { DeskContext } from "./context.ts";
-import { ABANDON_MARGIN_MS, APPROVAL_USE_MS } from "./limits.ts";
+import { ABANDON_MARGIN_MS, APPROVAL_USE_MS, HELD_RESULT_MS } from "./limits.ts";
 import type { Settlement } from "./ports.ts";
 
 /** Refunds the reservations still open from before `beforeMs`; how many it refunded. */
@@ -45,12 +45,15 @@ export const PRUNE_BATCH = 250;
 
 /**
  * Deletes the settled reservations nothing reads any more, a batch per transaction; how many.
- * A call's own settlement comes within its upstream timeout, and a late one after the sweep
- * refunded it answers from the row ("already_settled"): rows are kept twice the sweep's age.
- * Reservations an approval names are kept (a repeat of the approved call reads its outcome).
+ * Two readers come late: a call's own settlement after the sweep refunded it (it answers from
+ * the row, "already_settled", also when the desk's clock stepped forward), and the resolution of
+ * a settlement cut by an outage (unsettled.ts: a charge that committed holds its result for the
+ * agent from the row). Rows are kept as long as a held result is (HELD_RESULT_MS), and at least
+ * twice the sweep's age. Reservations an approval names are kept (a repeat of the approved call
+ * reads its outcome).
  */
 export async function pruneSettled(d: DeskContext): Promise<number> {
-  const before = d.now() - 2 * (d.upstreamTimeoutMs + ABANDON_MARGIN_MS);
+  const before = d.now() - Math.max(HELD_RESULT_MS, 2 * (d.upstreamTimeoutMs + ABANDON_MARGIN_MS));
   let pruned = 0;
   for (;;) {
     const n = await d.ledger.money.pruneSettled(before, PRUNE_BATCH);

@@ -459,7 +459,8 @@ export class SqliteMoney implements MoneyLedger {
         const rows = db
           .query(
             `SELECT id, org_id, org_period, created_at, outcome, price_mc FROM reservations
-             WHERE state = 'settled' AND approval_id IS NULL AND created_at < ? ORDER BY created_at LIMIT ?`,
+             WHERE state = 'settled' AND approval_id IS NULL AND created_at < ? AND id < (SELECT max(id) FROM reservations)
+             ORDER BY created_at LIMIT ?`,
           )
           .all(beforeMs, limit) as Pick<ReservationRow, "id" | "org_id" | "org_period" | "created_at" | "outcome" | "price_mc">[];
         const fold = db.query(
