@@ -50,7 +50,7 @@ const WHOLE_ASKED: [RegExp, string][] = [
 const NOT_PLANNED = /^(BEGIN|COMMIT|ROLLBACK|SAVEPOINT|RELEASE|SET|CREATE|ALTER|DROP|COMMENT|LOCK|CHECKPOINT|DISCARD|DEALLOCATE)\b/i;
 const PLANNED = /^(SELECT|INSERT|UPDATE|DELETE|WITH)\b/i;
 
-const pg = usePostgres({ settings: { log_statement: "all", log_line_prefix: "@@%d@@ ", log_min_error_statement: "panic" } });
+const pg = usePostgres({ settings: { log_statement: "all", log_line_prefix: "@@%d@@ ", log_parameter_max_length: "0", log_min_error_statement: "panic" } });
 let logText = "";
 let stopWatching = () => {};
 
