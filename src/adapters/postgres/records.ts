@@ -125,11 +125,12 @@ const EXPORT_WAIT_MS = 20_000;
  * alone would let a page miss that receipt, or take it in after the start. Every INSERT holds its
  * RowExclusiveLock on receipts from before it takes its n until it ends, so the transactions that
  * hold the lock just after the last n is read are all that may still commit one below it; the
- * export waits for those (as CREATE INDEX CONCURRENTLY does) without blocking the clearings.
+ * export waits for those (as CREATE INDEX CONCURRENTLY does) without blocking the clearings. (The
+ * sequence keeps its CACHE 1: a cache would let a session hold values it has not yet used.)
  * Afterwards every n up to the bound is committed or never will be, and receipts are
  * append-only: each page reads a part of one fixed set, however long the export takes.
  */
-export async function exportBound(db: Db, waitMs = EXPORT_WAIT_MS): Promise<bigint> {
+async function exportBound(db: Db, waitMs = EXPORT_WAIT_MS): Promise<bigint> {
   const [seq] = await db.run((sql) => sql`SELECT pg_sequence_last_value(pg_get_serial_sequence('receipts', 'n')::regclass) AS last`);
   const last = (seq?.last as bigint | null) ?? 0n;
   const writersAmong = async (among: string[] | null): Promise<string[]> => {
