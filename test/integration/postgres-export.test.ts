@@ -86,6 +86,13 @@ describe("the PostgreSQL export's bound", () => {
     });
   }, 30_000);
 
+  test("the receipts' sequence hands out one value at a time (CACHE 1), as the bound's proof needs", async () => {
+    await withLedger(async (_ledger, sql) => {
+      const [row] = await sql`SELECT seqcache FROM pg_sequence WHERE seqrelid = pg_get_serial_sequence('receipts', 'n')::regclass`;
+      expect(Number(row.seqcache)).toBe(1);
+    });
+  });
+
   test("receipts committed while an org's export is read, below the bound or above it, never change what it returns", async () => {
     await withLedger(async (ledger, sql) => {
       for (let i = 0; i < 5; i++) await insertReceipt(sql, `rcpt_${i}`, i % 2 === 0 ? "org_a" : "org_b");
