@@ -9,7 +9,10 @@
 // here with the reason its cost is what it was asked for. A statement PostgreSQL cannot plan, or
 // of a kind the test does not know, fails it too: none is skipped unseen.
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { readdirSync, readFileSync } from "node:fs";
+import { join } from "node:path";
 import { parseDatabaseUrl } from "../../src/adapters/postgres/connection.ts";
+import { registerNode, renewLease } from "../../src/adapters/postgres/leases.ts";
 import { PostgresDeskLedger } from "../../src/adapters/postgres/ledger.ts";
 import { insertAlert } from "../../src/adapters/postgres/org-money.ts";
 import { describeAlertOutboxContract } from "../helpers/alert-outbox-contract.ts";
@@ -21,7 +24,7 @@ import { describeUpstreamLedgerContract } from "../helpers/upstream-ledger-contr
 
 const GROWING = ["receipts", "audit", "reservations", "spend", "held_results", "alerts"];
 /** Partial indexes that hold only what is still open or undelivered, whatever the ledger's size. */
-const OPEN_ONLY = ["reservations_open", "reservations_awaiting", "alerts_due"];
+const OPEN_ONLY = ["reservations_open", "reservations_awaiting", "alerts_due", "alerts_leased"];
 const WHOLE_ASKED: [RegExp, string][] = [
   [
     /FROM receipts WHERE n > \$1::bigint AND n <= \$2::bigint ORDER BY n LIMIT \$3::integer$/,
@@ -109,6 +112,29 @@ function statementsOf(text: string): Set<string> {
   return out;
 }
 
+const ADAPTER = join(import.meta.dir, "../../src/adapters/postgres");
+
+/**
+ * The fixed text of every statement written in the adapter's source: each template literal that
+ * opens with SELECT, INSERT, UPDATE, DELETE or WITH, by its longest part between interpolations.
+ * A statement no test sends is one this test never planned.
+ */
+function sourceStatements(): string[] {
+  const out: string[] = [];
+  for (const file of readdirSync(ADAPTER).filter((f) => f.endsWith(".ts"))) {
+    const text = readFileSync(join(ADAPTER, file), "utf8");
+    for (const m of text.matchAll(/`(\s*(?:SELECT|INSERT|UPDATE|DELETE|WITH)\b[^`]*)`/g)) {
+      const parts = m[1]!
+        .replace(/\$\{[^{}`]*\}/g, "\u0000")
+        .split("\u0000")
+        // past a `${` left open (a template nested in one), the rest is code
+        .map((p) => p.split("${")[0]!.replace(/\s+/g, " ").trim());
+      out.push(parts.reduce((a, b) => (b.length > a.length ? b : a), ""));
+    }
+  }
+  return out;
+}
+
 type PlanNode = { "Node Type": string; "Relation Name"?: string; "Index Name"?: string; "Index Cond"?: string; Plans?: PlanNode[] };
 type IndexInfo = { table: string; leading: string };
 
@@ -132,8 +158,10 @@ function unbounded(node: PlanNode, indexes: Map<string, IndexInfo>): string | nu
 }
 
 describe("the statements the PostgreSQL ledger sends", () => {
-  test("a desk's reads: the audit log and the export by every filter, a key's receipts, held results", async () => {
-    const { ledger, close } = await open();
+  test("a desk's reads (the audit log and the export by every filter, a key's receipts, held results) and a node's lease", async () => {
+    const { url } = await pg.server.createDatabase();
+    const ledger = await PostgresDeskLedger.open(parseDatabaseUrl(url), { nodeId: "node-a", pool: { max: 8 } });
+    const close = () => ledger.close();
     try {
       const T = Date.parse("2026-03-01T10:00:00Z");
       await ledger.orgs.create({ id: "org_p", name: "p", createdAt: T });
@@ -145,6 +173,16 @@ describe("the statements the PostgreSQL ledger sends", () => {
         await ledger.alerts.list({ orgId, limit: 10 });
       }
       await ledger.records.keyReceipts("key_p", T, 10);
+      await ledger.alerts.releaseLeases();
+      // A node's lease: taken, found held by another process, renewed.
+      const sql = ledger.testOnlySql();
+      const taken = await registerNode(sql, "node-b", 60_000);
+      expect(taken.kind).toBe("registered");
+      expect((await registerNode(sql, "node-b", 60_000)).kind).toBe("held");
+      if (taken.kind === "registered") expect(await renewLease(sql, taken.lease, 60_000)).toBe(true);
+      // desk check opens the ledger without migrating it.
+      const checking = await PostgresDeskLedger.open(parseDatabaseUrl(url), { nodeId: null, migrate: false, pool: { max: 1 } });
+      await checking.close();
       await ledger.records.heldAmong(["rcpt_a", "rcpt_b"], T);
       await ledger.records.heldResult("rcpt_a", T);
     } finally {
@@ -154,6 +192,8 @@ describe("the statements the PostgreSQL ledger sends", () => {
 
   test("each is planned, and none reads a growing table past what it was asked for", async () => {
     const seen = statementsOf(logText);
+    const sent = [...seen].map((t) => t.replace(/\s+/g, " "));
+    expect(sourceStatements().filter((part) => !sent.some((t) => t.includes(part)))).toEqual([]);
     const { url } = await pg.server.createDatabase();
     const ledger = await PostgresDeskLedger.open(parseDatabaseUrl(url), { nodeId: "node-plan", pool: { max: 1 } });
     try {

@@ -354,11 +354,13 @@ CREATE TRIGGER alerts_no_truncate BEFORE TRUNCATE ON alerts FOR EACH STATEMENT E
 // export pages by n within the org, so each page reads the rows it returns rather than every
 // receipt of the org again; (org_id, n) serves what (org_id, issued_at) served (an org's rows,
 // from a time on), so it takes that index's place and a receipt costs no more bytes. The newest
-// page of the whole alert log is read from its index rather than sorted from the whole table.
+// page of the whole alert log is read from its index rather than sorted from the whole table; a
+// node freeing its own delivery leases at start finds them among the leased alerts only.
 const V6_PLAN_INDEXES = `
 CREATE INDEX receipts_org_n ON receipts(org_id, n);
 DROP INDEX IF EXISTS receipts_org;
 CREATE INDEX alerts_created ON alerts(created_at, n);
+CREATE INDEX alerts_leased ON alerts(leased_by) WHERE leased_until IS NOT NULL;
 `;
 
 export const POSTGRES_MIGRATIONS: readonly Migration[] = [
