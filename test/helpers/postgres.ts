@@ -66,6 +66,7 @@ function freePort(): Promise<number> {
 class ServerLog {
   private text = "";
   private watchers: { re: RegExp; resolve: () => void }[] = [];
+  readonly listeners = new Set<(chunk: string) => void>();
 
   constructor(stream: ReadableStream<Uint8Array>) {
     void (async () => {
@@ -77,6 +78,7 @@ class ServerLog {
   private append(chunk: string): void {
     // The tail is enough for a failure message; a long run must not hold its whole log.
     this.text = (this.text + chunk).slice(-64 * 1024);
+    for (const listen of this.listeners) listen(chunk);
     for (const w of [...this.watchers]) {
       if (w.re.test(this.text)) {
         this.watchers.splice(this.watchers.indexOf(w), 1);
@@ -104,6 +106,8 @@ export type PostgresServerOptions = {
   tlsOnly?: boolean;
   /** A port to try first; when it is taken, the start retries on a free one. */
   firstPort?: number;
+  /** More server settings (`-c name=value`), e.g. log_statement for a test that reads what was sent. */
+  settings?: Record<string, string>;
 };
 
 /** How a running server is stopped: `fast` (SIGINT) ends sessions cleanly; `immediate` (SIGQUIT) is a crash, recovered at the next start. */
@@ -239,6 +243,7 @@ export class PostgresServer {
       // than in /dev/shm, where a killed server would leave them.
       dynamic_shared_memory_type: "mmap",
     };
+    Object.assign(s, this.options.settings ?? {});
     if (this.options.tls) {
       Object.assign(s, { ssl: "on", ssl_cert_file: join(this.root, "server.crt"), ssl_key_file: join(this.root, "server.key") });
     }
@@ -326,6 +331,14 @@ export class PostgresServer {
     await this.stopping;
     if (this.proc !== null) return;
     await this.launch();
+  }
+
+  /** Hands `listen` every piece of the server's log from now on, until the returned stop is called. */
+  watchLog(listen: (chunk: string) => void): () => void {
+    const log = this.log;
+    if (log === null) throw new Error("the server is not running");
+    log.listeners.add(listen);
+    return () => log.listeners.delete(listen);
   }
 
   /** The server's recent log lines (for failure messages). */

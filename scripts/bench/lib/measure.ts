@@ -41,11 +41,11 @@ export type BenchDesk = {
   stop(): Promise<void>;
 };
 
-/** Starts `command desk` on a port of its own with a fresh data directory, and resolves once it listens. */
-export async function startDesk(command: string[], adminToken: string): Promise<BenchDesk> {
+/** Starts `command desk` on a port of its own with a fresh data directory (and `env`, a database URL say), and resolves once it listens. */
+export async function startDesk(command: string[], adminToken: string, env: Record<string, string> = {}): Promise<BenchDesk> {
   const data = mkdtempSync(join(tmpdir(), "ask-only-bench-desk-"));
   const proc = Bun.spawn([...command, "desk", "--listen", "127.0.0.1:0", "--data", join(data, "d")], {
-    env: { PATH: process.env.PATH ?? "/usr/bin:/bin", ASK_ONLY_DESK_ADMIN_TOKEN: adminToken, NO_COLOR: "1", TZ: "Etc/UTC" },
+    env: { PATH: process.env.PATH ?? "/usr/bin:/bin", ASK_ONLY_DESK_ADMIN_TOKEN: adminToken, NO_COLOR: "1", TZ: "Etc/UTC", ...env },
     stdout: "ignore",
     stderr: "pipe",
   });

@@ -12,6 +12,9 @@ import type { Db } from "./db.ts";
 import { toSafe } from "./money.ts";
 import type { NodeSession } from "./node.ts";
 
+const ALERT_COLUMNS =
+  "id, scope, subject_id, org_id, key_id, period, threshold_pct, budget_mc, body, created_at, next_at, attempts, last_error, delivered_at, gave_up_at";
+
 const orNull = (v: bigint | null) => (v === null ? null : toSafe(v));
 
 type AlertRow = {
@@ -93,12 +96,12 @@ export class PostgresAlerts implements AlertStore {
   }
 
   async list(filter: { orgId: string | null; limit: number }): Promise<AlertRecord[]> {
-    const rows = (await this.db.run(
-      (sql) => sql`
-        SELECT id, scope, subject_id, org_id, key_id, period, threshold_pct, budget_mc, body, created_at, next_at, attempts, last_error,
-               delivered_at, gave_up_at
-          FROM alerts WHERE (${filter.orgId}::text IS NULL OR org_id = ${filter.orgId})
-         ORDER BY created_at DESC, n DESC LIMIT ${filter.limit}::integer`,
+    // Two statements, not `($1 IS NULL OR org_id = $1)`: a generic plan of that one reads the
+    // whole table for the smallest org.
+    const rows = (await this.db.run((sql) =>
+      filter.orgId === null
+        ? sql.unsafe(`SELECT ${ALERT_COLUMNS} FROM alerts ORDER BY created_at DESC, n DESC LIMIT $1::integer`, [filter.limit])
+        : sql.unsafe(`SELECT ${ALERT_COLUMNS} FROM alerts WHERE org_id = $1 ORDER BY created_at DESC, n DESC LIMIT $2::integer`, [filter.orgId, filter.limit]),
     )) as AlertRow[];
     return rows.map(alertOf);
   }

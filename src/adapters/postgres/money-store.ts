@@ -188,9 +188,12 @@ export class PostgresMoney implements MoneyLedger {
         INSERT INTO held_results (receipt_id, key_id, result, held_until)
         VALUES (${held.receiptId}, ${held.keyId}, ${JSON.stringify(held.result)}, ${BigInt(held.heldUntil)}::bigint)
         ON CONFLICT (receipt_id) DO NOTHING`;
+      // The key's own rows first (MATERIALIZED): left to itself, the planner may walk the n index
+      // from the newest row of every key until it finds this key's few.
       await tx`
+        WITH mine AS MATERIALIZED (SELECT n FROM held_results WHERE key_id = ${held.keyId})
         DELETE FROM held_results WHERE key_id = ${held.keyId} AND n NOT IN
-          (SELECT n FROM held_results WHERE key_id = ${held.keyId} ORDER BY n DESC LIMIT ${held.perKey}::integer)`;
+          (SELECT n FROM mine ORDER BY n DESC LIMIT ${held.perKey}::integer)`;
     });
   }
 }

@@ -1,7 +1,7 @@
 // Reading what the PostgreSQL desk ledger recorded (receipts, the audit log, held results), every
 // node's receipt-signing keys, and the settings the nodes share in meta (the admin token's hash,
 // the sealing key's fingerprint), each set once by the first node and read by the others.
-import type { RecordStore } from "../../core/desk/ports.ts";
+import { LedgerUnavailable, type RecordStore } from "../../core/desk/ports.ts";
 import type { AuditEntry, AuditFilter, HeldResult, ReceiptRecord, SigningKeyRecord } from "../../core/desk/records.ts";
 import type { ReceiptJwk } from "../../core/receipt/index.ts";
 import type { Db } from "./db.ts";
@@ -46,16 +46,17 @@ export class PostgresRecords implements RecordStore {
   }
 
   async *receiptPages(filter: { orgId: string | null; sinceMs: number | null }, pageSize: number): AsyncGenerator<ReceiptRecord[]> {
-    // One statement, one snapshot: paging by n could miss a receipt whose transaction took a
-    // lower n and committed after a page was read. Its result is still read at once.
-    const all = await this.receipts(filter);
-    for (let i = 0; i < all.length; i += pageSize) yield all.slice(i, i + pageSize);
-  }
-
-  private async receipts(filter: { orgId: string | null; sinceMs: number | null }): Promise<ReceiptRecord[]> {
+    const last = await exportBound(this.db);
     const where = conditions({ org_id: filter.orgId }, { issued_at: bigOrNull(filter.sinceMs) });
-    const rows = (await this.db.run((sql) => sql.unsafe(`SELECT ${RECEIPT_COLUMNS} FROM receipts ${where.sql} ORDER BY n`, where.params))) as ReceiptRow[];
-    return rows.map(receiptOf);
+    const i = where.params.length;
+    const page = `SELECT n, ${RECEIPT_COLUMNS} FROM receipts ${where.sql === "" ? "WHERE" : `${where.sql} AND`}
+       n > $${i + 1}::bigint AND n <= $${i + 2}::bigint ORDER BY n LIMIT $${i + 3}::integer`;
+    for (let after = 0n; ; ) {
+      const rows = (await this.db.run((sql) => sql.unsafe(page, [...where.params, after, last, pageSize]))) as (ReceiptRow & { n: bigint })[];
+      if (rows.length === 0) return;
+      after = rows[rows.length - 1]!.n;
+      yield rows.map(receiptOf);
+    }
   }
 
   async audit(f: AuditFilter): Promise<AuditEntry[]> {
@@ -112,6 +113,42 @@ export class PostgresRecords implements RecordStore {
     const rows = await this.db.run((sql) => sql`INSERT INTO meta (name, value) VALUES (${name}, ${value}) ON CONFLICT (name) DO NOTHING RETURNING name`);
     return rows.length === 1;
   }
+}
+
+/** How long an export waits for the receipts being written when it starts (a clearing's transaction ends within its timeouts). */
+const EXPORT_WAIT_MS = 20_000;
+
+/**
+ * The last n an export includes: the last one handed out when it starts, once every transaction
+ * that may hold an n up to it has ended. n is taken at INSERT, not at commit, so a transaction
+ * holding a lower n can commit after one holding a higher; a bound read from the committed rows
+ * alone would let a page miss that receipt, or take it in after the start. Every INSERT holds its
+ * RowExclusiveLock on receipts from before it takes its n until it ends, so the transactions that
+ * hold the lock just after the last n is read are all that may still commit one below it; the
+ * export waits for those (as CREATE INDEX CONCURRENTLY does) without blocking the clearings. (The
+ * sequence keeps its CACHE 1: a cache would let a session hold values it has not yet used.)
+ * Afterwards every n up to the bound is committed or never will be, and receipts are
+ * append-only: each page reads a part of one fixed set, however long the export takes.
+ */
+async function exportBound(db: Db, waitMs = EXPORT_WAIT_MS): Promise<bigint> {
+  const [seq] = await db.run((sql) => sql`SELECT pg_sequence_last_value(pg_get_serial_sequence('receipts', 'n')::regclass) AS last`);
+  const last = (seq?.last as bigint | null) ?? 0n;
+  const writersAmong = async (among: string[] | null): Promise<string[]> => {
+    const rows = await db.run(
+      (sql) => sql`
+        SELECT DISTINCT virtualtransaction AS vxid FROM pg_locks
+         WHERE locktype = 'relation' AND relation = 'receipts'::regclass AND mode = 'RowExclusiveLock'
+           AND database = (SELECT oid FROM pg_database WHERE datname = current_database())
+           AND pid IS DISTINCT FROM pg_backend_pid() AND (${among}::text[] IS NULL OR virtualtransaction = ANY(${among}::text[]))`,
+    );
+    return rows.map((r: { vxid: string }) => r.vxid);
+  };
+  const until = Date.now() + waitMs;
+  for (let writers = await writersAmong(null); writers.length > 0; writers = await writersAmong(writers)) {
+    if (Date.now() > until) throw new LedgerUnavailable("a transaction writing receipts outlasted the export's wait");
+    await Bun.sleep(2);
+  }
+  return last;
 }
 
 /**
