@@ -11,7 +11,10 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { readdirSync, readFileSync } from "node:fs";
 import { join } from "node:path";
-import { parseDatabaseUrl } from "../../src/adapters/postgres/connection.ts";
+import { openPool, parseDatabaseUrl } from "../../src/adapters/postgres/connection.ts";
+import { migrate } from "../../src/adapters/postgres/migrate.ts";
+import { POSTGRES_MIGRATIONS } from "../../src/adapters/postgres/schema.ts";
+import { generateSigningKey, loadSigner, sha256Hex } from "../../src/core/receipt/index.ts";
 import { registerNode, renewLease } from "../../src/adapters/postgres/leases.ts";
 import { PostgresDeskLedger } from "../../src/adapters/postgres/ledger.ts";
 import { insertAlert } from "../../src/adapters/postgres/org-money.ts";
@@ -46,9 +49,25 @@ const WHOLE_ASKED: [RegExp, string][] = [
   [/^SELECT s\.org_id, s\.period, s\.spent_mc, s\.charged_mc AS counted_charges,/, "desk check: every org period's spend"],
   [/^DELETE FROM held_results WHERE held_until <= \$1 ::bigint$/, "removes every expired held result: each row it reads, it deletes"],
   [/^SELECT count\(\*\) AS n FROM receipts r WHERE r\.outcome = 'charged' AND NOT EXISTS/, "desk check: charges of keys that are gone"],
-  [/^SELECT \(SELECT count\(\*\) FROM reservations WHERE state = 'settled'\) AS settled,/, "desk check: settled reservations against receipts"],
+  [
+    /^SELECT \(SELECT count\(\*\) FROM reservations WHERE state = 'settled'\) \+ \(SELECT coalesce\(sum\(settled\), 0\) FROM settled_pruned\) AS settled,/,
+    "desk check: settled reservations (kept and pruned) against receipts",
+  ],
+  // The prune reads, from the index of prunable rows, the oldest it deletes (at most its limit),
+  // and the newest reservation's id (max: one index entry), which it never deletes.
+  [/^WITH gone AS \( DELETE FROM reservations WHERE id IN \( SELECT id FROM reservations WHERE state = 'settled'/, "the prune of settled reservations"],
+  [
+    /^SELECT n, id, org_id, key_id, seq, issued_at, tool, outcome, period, amount_mc, kid, sha256, envelope FROM receipts WHERE n > \$1 ::bigint ORDER BY n LIMIT 1000$/,
+    "migration 6's conversion: every receipt, a page at a time",
+  ],
   [/FROM receipts (?:WHERE \(key_id, seq\) > \(\$1, \$2\) )?ORDER BY key_id, seq LIMIT \$\d$/, "desk check: every receipt in chain order, a page at a time"],
 ];
+/**
+ * Statements that run against the schema of an older version: migration 6's conversion reads
+ * the columns it then drops (and the test's old ledger writes them). They are planned on a
+ * database at 5 migrations; each pages by the primary key n.
+ */
+const OLD_SCHEMA = [/\btool, outcome, period, amount_mc, kid, sha256, envelope\b/];
 /** Statements PostgreSQL does not plan: transactions, session settings, and the migrations' DDL. */
 const NOT_PLANNED = /^(BEGIN|COMMIT|ROLLBACK|SAVEPOINT|RELEASE|SET|CREATE|ALTER|DROP|COMMENT|LOCK|CHECKPOINT|DISCARD|DEALLOCATE)\b/i;
 const PLANNED = /^(SELECT|INSERT|UPDATE|DELETE|WITH)\b/i;
@@ -190,13 +209,49 @@ describe("the statements the PostgreSQL ledger sends", () => {
     }
   });
 
+  test("a ledger of the previous version (5 migrations) with a receipt, converted at start", async () => {
+    const { url } = await pg.server.createDatabase();
+    const sql = openPool(parseDatabaseUrl(url), { max: 1 });
+    try {
+      await migrate(sql, POSTGRES_MIGRATIONS.slice(0, 5));
+      const env = loadSigner(generateSigningKey().privatePem).sign({
+        id: "rcpt_old1",
+        issued_at: new Date(Date.parse("2026-03-01T10:00:00Z")).toISOString(),
+        org_id: "org_o",
+        key_id: "key_o",
+        tool: "up__echo",
+        outcome: "refused_budget",
+        http_status: 402,
+        price_mc: 100,
+        amount_mc: 0,
+        upstream_cost_mc: 0,
+        remaining_mc: 0,
+        period: "none",
+        params_sha256: "a".repeat(64),
+        result_sha256: null,
+        seq: 1,
+        prev_sha256: null,
+      });
+      await sql.unsafe(
+        `INSERT INTO receipts (id, org_id, key_id, seq, issued_at, tool, outcome, period, amount_mc, kid, sha256, envelope)
+         VALUES ($1, 'org_o', 'key_o', 1, $2, 'up__echo', 'refused_budget', 'none', 0, $3, $4, $5)`,
+        ["rcpt_old1", Date.parse(env.receipt.issued_at), env.kid, sha256Hex(Buffer.from(env.payload, "base64url")), JSON.stringify(env)],
+      );
+      expect(await migrate(sql)).toEqual({ from: 5, to: POSTGRES_MIGRATIONS.length });
+    } finally {
+      await sql.close();
+    }
+  });
+
   test("each is planned, and none reads a growing table past what it was asked for", async () => {
     const seen = statementsOf(logText);
     const sent = [...seen].map((t) => t.replace(/\s+/g, " "));
     expect(sourceStatements().filter((part) => !sent.some((t) => t.includes(part)))).toEqual([]);
     const { url } = await pg.server.createDatabase();
     const ledger = await PostgresDeskLedger.open(parseDatabaseUrl(url), { nodeId: "node-plan", pool: { max: 1 } });
+    const old = openPool(parseDatabaseUrl((await pg.server.createDatabase()).url), { max: 1 });
     try {
+      await migrate(old, POSTGRES_MIGRATIONS.slice(0, 5));
       const sql = ledger.testOnlySql();
       const indexRows = (await sql`
         SELECT i.relname AS name, t.relname AS "table", a.attname AS leading
@@ -215,8 +270,9 @@ describe("the statements the PostgreSQL ledger sends", () => {
           continue;
         }
         let plan: PlanNode;
+        const on = OLD_SCHEMA.some((re) => re.test(text.replace(/\s+/g, " "))) ? old : sql;
         try {
-          plan = await sql.begin(async (tx) => {
+          plan = await on.begin(async (tx) => {
             await tx`SET LOCAL enable_seqscan = off`;
             const [row] = await tx.unsafe(`EXPLAIN (FORMAT JSON, GENERIC_PLAN) ${text}`);
             const json = row["QUERY PLAN"];
@@ -238,7 +294,9 @@ describe("the statements the PostgreSQL ledger sends", () => {
       // Each exception still names a statement the ledger sends.
       const flats = planned.map((t) => t.replace(/\s+/g, " "));
       expect(WHOLE_ASKED.filter(([re]) => !flats.some((t) => re.test(t))).map(([, why]) => why)).toEqual([]);
+      expect(OLD_SCHEMA.filter((re) => !flats.some((t) => re.test(t)))).toEqual([]);
     } finally {
+      await old.close();
       await ledger.close();
     }
   }, 60_000);
