@@ -1,0 +1,247 @@
+// `npm run bench:desk-growth`: what the desk costs as its ledger grows. The compiled desk (its own
+// process) in front of the fixture upstream (its own process) fills its SQLite ledger through real
+// clearings (32 concurrent clients over 100 keys) and, at 0 receipts, at a tenth of the target (at
+// most 100k) and at the target, measures:
+//   - clearing latency, p50 / p99 of sequential calls;
+//   - start-up: the desk stopped and started again on the same data directory, until it listens
+//     and until it answers a clearing (median of three);
+//   - housekeeping: sequential calls over two runs of the sweeps (--upstream-timeout 1 makes them
+//     run every 5.5 s), their p99.9 and the longest;
+//   - the ledger file and its WAL, and the bytes per stored call;
+//   - the whole ledger's export (GET /admin/receipts) while a probe keeps clearing calls: its wall
+//     time, the desk's RSS growth (VmRSS sampled every 10 ms, against just before), and the
+//     probe's p50 / p99 / longest.
+// Each figure is printed with its value at 0 and the ratio, with the load average of the moment.
+// Usage: bun build.ts && bun scripts/bench/desk-growth.ts [--receipts N] [--calls N] [--binary PATH]
+//        --receipts 1000000 is the full run (about 10 minutes of filling on a quiet machine)
+import { mkdtempSync, readFileSync, rmSync, statSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join, resolve } from "node:path";
+import { type BenchDesk, firstLine, quantile, startDesk } from "./lib/measure.ts";
+
+const root = resolve(import.meta.dir, "../..");
+const at = (name: string) => process.argv.indexOf(name);
+const RECEIPTS = at("--receipts") > 0 ? Number(process.argv[at("--receipts") + 1]) : 100_000;
+const SEQUENTIAL = at("--calls") > 0 ? Number(process.argv[at("--calls") + 1]) : 2000;
+const BINARY = at("--binary") > 0 ? resolve(process.argv[at("--binary") + 1]!) : join(root, "dist/ask-only");
+const TOKEN = "bench-admin-token-0123456789abcdefghijklmnopqrstuvwxyz";
+const KEYS = 100;
+const FILLERS = 32;
+/** --upstream-timeout 1: the sweeps run every (1 s + the 10 s abandon margin) / 2. */
+const SWEEP_EVERY_MS = 5_500;
+const SIZES = [0, Math.min(100_000, Math.floor(RECEIPTS / 10)), RECEIPTS];
+
+const loadAverage = () => readFileSync("/proc/loadavg", "utf8").split(" ").slice(0, 3).join(" ");
+const statusKb = (pid: number, field: string) =>
+  Number(new RegExp(`${field}:\\s+(\\d+) kB`).exec(readFileSync(`/proc/${pid}/status`, "utf8"))?.[1] ?? Number.NaN);
+const sizeOf = (path: string) => {
+  try {
+    return statSync(path).size;
+  } catch {
+    return 0;
+  }
+};
+const median = (xs: number[]) => quantile(xs, 0.5);
+
+const upstream = Bun.spawn([process.execPath, join(root, "test/fixtures/upstream-server.ts")], { stdout: "pipe", stderr: "inherit" });
+const upstreamUrl = await firstLine(upstream.stdout as ReadableStream<Uint8Array>, /(http:\/\/\S+)\n/);
+const base = mkdtempSync(join(tmpdir(), "ask-only-bench-growth-"));
+const dataDir = join(base, "d");
+const start = () => startDesk([BINARY], TOKEN, { data: dataDir, flags: ["--upstream-timeout", "1"] });
+let desk: BenchDesk = await start();
+
+type Figures = {
+  size: number;
+  load: string;
+  p50: number;
+  p99: number;
+  listenMs: number;
+  answerMs: number;
+  sweepP999: number;
+  sweepMax: number;
+  sweepOver20: number;
+  dbBytes: number;
+  walBytes: number;
+  exportSeconds: number;
+  exportLines: number;
+  rssBeforeMb: number;
+  rssGrowthMb: number;
+  exportP50: number;
+  exportP99: number;
+  exportMax: number;
+};
+
+try {
+  await desk.admin("POST", "/admin/upstreams", { name: "fx", url: upstreamUrl });
+  await desk.admin("PUT", "/admin/tools/fx__echo", { price_mc: 1, upstream_cost_mc: 0 });
+  const org = (await desk.admin("POST", "/admin/orgs", { name: "bench" })).org_id as string;
+  const keys: string[] = [];
+  for (let i = 0; i < KEYS; i++) {
+    keys.push((await desk.admin("POST", "/admin/keys", { org_id: org, budget_mc: 1_000_000_000, reset: "none", allow: ["fx__echo"] })).secret as string);
+  }
+  /** Receipts in the ledger: every call answered 200 left one. */
+  let stored = 0;
+  const call = async (key: string, i: number) => {
+    const r = await fetch(`${desk.url}/v1/tools/fx__echo`, {
+      method: "POST",
+      headers: { authorization: `Bearer ${key}`, "content-type": "application/json" },
+      body: `{"text":"a typical short argument for a paid tool, call ${i}"}`,
+    });
+    await r.arrayBuffer();
+    if (r.status !== 200) throw new Error(`call: ${r.status}`);
+    stored++;
+  };
+  /** Sequential calls until `until` says stop; each one's latency in ms. */
+  const probe = async (until: (n: number) => boolean) => {
+    const xs: number[] = [];
+    do {
+      const t = performance.now();
+      await call(keys[xs.length % KEYS]!, xs.length);
+      xs.push(performance.now() - t);
+    } while (!until(xs.length));
+    return xs;
+  };
+  const fill = async (target: number) => {
+    const t0 = performance.now();
+    const from = stored;
+    let started = stored;
+    await Promise.all(
+      Array.from({ length: FILLERS }, async (_, w) => {
+        for (let k = w; started < target; k += FILLERS) {
+          started++;
+          await call(keys[k % KEYS]!, started);
+        }
+      }),
+    );
+    const s = (performance.now() - t0) / 1000;
+    if (stored > from) console.log(`  filled ${from} -> ${stored} receipts in ${s.toFixed(1)} s (${((stored - from) / s).toFixed(0)} calls/s; load ${loadAverage()})`);
+  };
+
+  const restartTimes = async () => {
+    const listen: number[] = [];
+    const answer: number[] = [];
+    for (let i = 0; i < 3; i++) {
+      await desk.stop();
+      const t0 = performance.now();
+      desk = await start();
+      listen.push(performance.now() - t0);
+      await call(keys[0]!, 0);
+      answer.push(performance.now() - t0);
+    }
+    return { listenMs: median(listen), answerMs: median(answer) };
+  };
+
+  const exportWhole = async () => {
+    const pid = desk.proc.pid;
+    const rssBefore = statusKb(pid, "VmRSS") / 1024;
+    let peak = rssBefore;
+    const sampler = setInterval(() => {
+      peak = Math.max(peak, statusKb(pid, "VmRSS") / 1024);
+    }, 10);
+    let exporting = true;
+    const t0 = performance.now();
+    const exported = (async () => {
+      const r = await fetch(`${desk.url}/admin/receipts`, { headers: { authorization: `Bearer ${TOKEN}` } });
+      if (r.status !== 200) throw new Error(`export: ${r.status}`);
+      const reader = r.body!.getReader();
+      let lines = 0;
+      let sinceRest = 0;
+      for (;;) {
+        const { value, done } = await reader.read();
+        if (done) break;
+        // counted natively: the probe shares this process's event loop
+        for (let i = value.indexOf(10); i !== -1; i = value.indexOf(10, i + 1)) lines++;
+        // a reader that rests 1 ms a megabyte: the export waits for it, it does not pile up in the desk
+        sinceRest += value.length;
+        if (sinceRest >= 1 << 20) {
+          sinceRest = 0;
+          await Bun.sleep(1);
+        }
+      }
+      exporting = false;
+      return lines;
+    })();
+    const before = stored;
+    const during = await probe(() => !exporting);
+    const lines = await exported;
+    const exportSeconds = (performance.now() - t0) / 1000;
+    clearInterval(sampler);
+    // every receipt stored before the export began, and perhaps some of the probe's
+    if (lines < before) throw new Error(`exported ${lines} lines, expected at least ${before}`);
+    return {
+      exportSeconds,
+      exportLines: lines,
+      rssBeforeMb: rssBefore,
+      rssGrowthMb: peak - rssBefore,
+      exportP50: quantile(during, 0.5),
+      exportP99: quantile(during, 0.99),
+      exportMax: Math.max(...during),
+    };
+  };
+
+  const measureAt = async (size: number): Promise<Figures> => {
+    await fill(size);
+    const { listenMs, answerMs } = await restartTimes();
+    await probe((n) => n >= 300);
+    const seq = await probe((n) => n >= SEQUENTIAL);
+    const windowEnd = performance.now() + 2 * SWEEP_EVERY_MS + 1000;
+    const window = await probe(() => performance.now() >= windowEnd);
+    const figures: Figures = {
+      size: stored,
+      load: loadAverage(),
+      p50: quantile(seq, 0.5),
+      p99: quantile(seq, 0.99),
+      listenMs,
+      answerMs,
+      sweepP999: quantile(window, 0.999),
+      sweepMax: Math.max(...window),
+      sweepOver20: window.filter((x) => x > 20).length,
+      dbBytes: sizeOf(join(dataDir, "desk.db")),
+      walBytes: sizeOf(join(dataDir, "desk.db-wal")),
+      ...(await exportWhole()),
+    };
+    console.log(
+      `  at ${figures.size}: clearing p50 ${figures.p50.toFixed(2)} / p99 ${figures.p99.toFixed(2)} ms, start ${figures.listenMs.toFixed(0)} / ${figures.answerMs.toFixed(0)} ms, ` +
+        `export ${figures.exportSeconds.toFixed(1)} s +${figures.rssGrowthMb.toFixed(1)} MB, calls meanwhile p99 ${figures.exportP99.toFixed(2)} / max ${figures.exportMax.toFixed(1)} ms (load ${figures.load})`,
+    );
+    return figures;
+  };
+
+  const t0 = performance.now();
+  console.log(`desk growth benchmark: to ${RECEIPTS} receipts through real clearings (${FILLERS} clients, ${KEYS} keys) on ${navigator.hardwareConcurrency} cores`);
+  const all: Figures[] = [];
+  for (const size of SIZES) all.push(await measureAt(size));
+  const zero = all[0]!;
+
+  const rows: [string, (f: Figures) => number, (n: number) => string, string][] = [
+    ["clearing p50 (ms)", (f) => f.p50, (n) => n.toFixed(3), "within 10 % of 0"],
+    ["clearing p99 (ms)", (f) => f.p99, (n) => n.toFixed(3), "within 10 % of 0"],
+    ["start-up, listening (ms)", (f) => f.listenMs, (n) => n.toFixed(0), ""],
+    ["start-up, first answer (ms)", (f) => f.answerMs, (n) => n.toFixed(0), "<= 150 at 1M"],
+    ["calls over two sweeps p99.9 (ms)", (f) => f.sweepP999, (n) => n.toFixed(2), ""],
+    ["calls over two sweeps, longest (ms)", (f) => f.sweepMax, (n) => n.toFixed(2), "no stall > 20"],
+    ["  of them over 20 ms", (f) => f.sweepOver20, (n) => n.toFixed(0), ""],
+    ["ledger file (MB)", (f) => f.dbBytes / 2 ** 20, (n) => n.toFixed(1), ""],
+    ["bytes per stored call", (f) => (f.size === 0 ? Number.NaN : f.dbBytes / f.size), (n) => n.toFixed(0), "<= 1,200"],
+    ["WAL (MB)", (f) => f.walBytes / 2 ** 20, (n) => n.toFixed(1), "bounded"],
+    ["export wall time (s)", (f) => f.exportSeconds, (n) => n.toFixed(2), ""],
+    ["export desk RSS before (MB)", (f) => f.rssBeforeMb, (n) => n.toFixed(1), ""],
+    ["export desk RSS growth (MB)", (f) => f.rssGrowthMb, (n) => n.toFixed(1), "<= 50 at 1M"],
+    ["calls during export p50 (ms)", (f) => f.exportP50, (n) => n.toFixed(2), ""],
+    ["calls during export p99 (ms)", (f) => f.exportP99, (n) => n.toFixed(2), "<= 5"],
+    ["calls during export, longest (ms)", (f) => f.exportMax, (n) => n.toFixed(1), ""],
+  ];
+  const cell = (s: string, w: number) => s.padStart(w);
+  console.log("");
+  console.log(`${"".padEnd(38)}${all.map((f) => cell(`at ${f.size}`, 14)).join("")}${cell("ratio", 9)}   target`);
+  for (const [name, get, fmt, target] of rows) {
+    const last = get(all[all.length - 1]!);
+    const ratio = last / get(zero);
+    console.log(`${name.padEnd(38)}${all.map((f) => cell(fmt(get(f)), 14)).join("")}${cell(Number.isFinite(ratio) ? ratio.toFixed(2) : "-", 9)}   ${target}`);
+  }
+  console.log(`load average at each size: ${all.map((f) => f.load).join(" | ")}; whole run ${((performance.now() - t0) / 60_000).toFixed(1)} min`);
+} finally {
+  upstream.kill();
+  await Promise.all([desk.stop(), upstream.exited]);
+  rmSync(base, { recursive: true, force: true });
+}
