@@ -4,17 +4,20 @@
 // most 100k) and at the target, measures:
 //   - clearing latency, p50 / p99 of sequential calls;
 //   - start-up: the desk stopped and started again on the same data directory, until it listens
-//     and until it answers a clearing (median of three);
+//     and until it answers a clearing (median of three), in wall time and in the desk's CPU time
+//     (which a loaded machine stretches less);
 //   - housekeeping: sequential calls over two runs of the sweeps (--upstream-timeout 1 makes them
 //     run every 5.5 s), their p99.9 and the longest;
 //   - the ledger file and its WAL, and the bytes per stored call;
 //   - the whole ledger's export (GET /admin/receipts) while a probe keeps clearing calls: its wall
-//     time, the desk's RSS growth (VmRSS sampled every 10 ms, against just before), and the
-//     probe's p50 / p99 / longest.
+//     time and the desk's CPU time per receipt, the desk's RSS growth (VmRSS sampled every 10 ms,
+//     against just before; and the same over the sequential calls, with no export, as a
+//     baseline), and the probe's p50 / p99 / longest.
 // Each figure is printed with its value at 0 and the ratio, with the load average of the moment.
-// Usage: bun build.ts && bun scripts/bench/desk-growth.ts [--receipts N] [--calls N] [--binary PATH]
+// Usage: bun build.ts && bun scripts/bench/desk-growth.ts [--receipts N] [--calls N] [--binary PATH] [--keep DIR]
+//        --keep DIR leaves the data directory (the filled ledger) in DIR
 //        --receipts 1000000 is the full run (about 10 minutes of filling on a quiet machine)
-import { mkdtempSync, readFileSync, rmSync, statSync } from "node:fs";
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, statSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { type BenchDesk, firstLine, quantile, startDesk } from "./lib/measure.ts";
@@ -24,6 +27,7 @@ const at = (name: string) => process.argv.indexOf(name);
 const RECEIPTS = at("--receipts") > 0 ? Number(process.argv[at("--receipts") + 1]) : 100_000;
 const SEQUENTIAL = at("--calls") > 0 ? Number(process.argv[at("--calls") + 1]) : 2000;
 const BINARY = at("--binary") > 0 ? resolve(process.argv[at("--binary") + 1]!) : join(root, "dist/ask-only");
+const KEEP = at("--keep") > 0 ? resolve(process.argv[at("--keep") + 1]!) : null;
 const TOKEN = "bench-admin-token-0123456789abcdefghijklmnopqrstuvwxyz";
 const KEYS = 100;
 const FILLERS = 32;
@@ -42,10 +46,29 @@ const sizeOf = (path: string) => {
   }
 };
 const median = (xs: number[]) => quantile(xs, 0.5);
+/** CPU milliseconds (user + system) a process has used so far, from /proc (10 ms ticks). */
+const cpuMs = (pid: number) => {
+  const fields = readFileSync(`/proc/${pid}/stat`, "utf8").split(") ")[1]!.split(" ");
+  return (Number(fields[11]) + Number(fields[12])) * 10;
+};
+/** Runs `body` while sampling `pid`'s VmRSS every 10 ms; its result and the peak growth in MB. */
+const sampled = async <T>(pid: number, body: () => Promise<T>) => {
+  const before = statusKb(pid, "VmRSS") / 1024;
+  let peak = before;
+  const sampler = setInterval(() => {
+    peak = Math.max(peak, statusKb(pid, "VmRSS") / 1024);
+  }, 10);
+  try {
+    return { value: await body(), beforeMb: before, growthMb: peak - before };
+  } finally {
+    clearInterval(sampler);
+  }
+};
 
 const upstream = Bun.spawn([process.execPath, join(root, "test/fixtures/upstream-server.ts")], { stdout: "pipe", stderr: "inherit" });
 const upstreamUrl = await firstLine(upstream.stdout as ReadableStream<Uint8Array>, /(http:\/\/\S+)\n/);
-const base = mkdtempSync(join(tmpdir(), "ask-only-bench-growth-"));
+if (KEEP !== null) mkdirSync(KEEP, { recursive: true, mode: 0o700 });
+const base = KEEP ?? mkdtempSync(join(tmpdir(), "ask-only-bench-growth-"));
 const dataDir = join(base, "d");
 const start = () => startDesk([BINARY], TOKEN, { data: dataDir, flags: ["--upstream-timeout", "1"] });
 let desk: BenchDesk = await start();
@@ -57,6 +80,8 @@ type Figures = {
   p99: number;
   listenMs: number;
   answerMs: number;
+  listenCpuMs: number;
+  answerCpuMs: number;
   sweepP999: number;
   sweepMax: number;
   sweepOver20: number;
@@ -64,8 +89,10 @@ type Figures = {
   walBytes: number;
   exportSeconds: number;
   exportLines: number;
+  exportCpuUs: number;
   rssBeforeMb: number;
   rssGrowthMb: number;
+  callsRssGrowthMb: number;
   exportP50: number;
   exportP99: number;
   exportMax: number;
@@ -114,30 +141,31 @@ try {
       }),
     );
     const s = (performance.now() - t0) / 1000;
-    if (stored > from) console.log(`  filled ${from} -> ${stored} receipts in ${s.toFixed(1)} s (${((stored - from) / s).toFixed(0)} calls/s; load ${loadAverage()})`);
+    if (stored > from)
+      console.log(`  filled ${from} -> ${stored} receipts in ${s.toFixed(1)} s (${((stored - from) / s).toFixed(0)} calls/s; load ${loadAverage()})`);
   };
 
   const restartTimes = async () => {
     const listen: number[] = [];
     const answer: number[] = [];
+    const listenCpu: number[] = [];
+    const answerCpu: number[] = [];
     for (let i = 0; i < 3; i++) {
       await desk.stop();
       const t0 = performance.now();
       desk = await start();
       listen.push(performance.now() - t0);
+      listenCpu.push(cpuMs(desk.proc.pid));
       await call(keys[0]!, 0);
       answer.push(performance.now() - t0);
+      answerCpu.push(cpuMs(desk.proc.pid));
     }
-    return { listenMs: median(listen), answerMs: median(answer) };
+    return { listenMs: median(listen), answerMs: median(answer), listenCpuMs: median(listenCpu), answerCpuMs: median(answerCpu) };
   };
 
   const exportWhole = async () => {
     const pid = desk.proc.pid;
-    const rssBefore = statusKb(pid, "VmRSS") / 1024;
-    let peak = rssBefore;
-    const sampler = setInterval(() => {
-      peak = Math.max(peak, statusKb(pid, "VmRSS") / 1024);
-    }, 10);
+    const cpuBefore = cpuMs(pid);
     let exporting = true;
     const t0 = performance.now();
     const exported = (async () => {
@@ -162,17 +190,18 @@ try {
       return lines;
     })();
     const before = stored;
-    const during = await probe(() => !exporting);
+    const { value: during, beforeMb, growthMb } = await sampled(pid, () => probe(() => !exporting));
     const lines = await exported;
     const exportSeconds = (performance.now() - t0) / 1000;
-    clearInterval(sampler);
+    const cpu = cpuMs(pid) - cpuBefore;
     // every receipt stored before the export began, and perhaps some of the probe's
     if (lines < before) throw new Error(`exported ${lines} lines, expected at least ${before}`);
     return {
       exportSeconds,
       exportLines: lines,
-      rssBeforeMb: rssBefore,
-      rssGrowthMb: peak - rssBefore,
+      exportCpuUs: lines === 0 ? Number.NaN : (cpu * 1000) / lines,
+      rssBeforeMb: beforeMb,
+      rssGrowthMb: growthMb,
       exportP50: quantile(during, 0.5),
       exportP99: quantile(during, 0.99),
       exportMax: Math.max(...during),
@@ -181,9 +210,9 @@ try {
 
   const measureAt = async (size: number): Promise<Figures> => {
     await fill(size);
-    const { listenMs, answerMs } = await restartTimes();
+    const restart = await restartTimes();
     await probe((n) => n >= 300);
-    const seq = await probe((n) => n >= SEQUENTIAL);
+    const { value: seq, growthMb: callsRssGrowthMb } = await sampled(desk.proc.pid, () => probe((n) => n >= SEQUENTIAL));
     const windowEnd = performance.now() + 2 * SWEEP_EVERY_MS + 1000;
     const window = await probe(() => performance.now() >= windowEnd);
     const figures: Figures = {
@@ -191,8 +220,8 @@ try {
       load: loadAverage(),
       p50: quantile(seq, 0.5),
       p99: quantile(seq, 0.99),
-      listenMs,
-      answerMs,
+      ...restart,
+      callsRssGrowthMb,
       sweepP999: quantile(window, 0.999),
       sweepMax: Math.max(...window),
       sweepOver20: window.filter((x) => x > 20).length,
@@ -208,7 +237,9 @@ try {
   };
 
   const t0 = performance.now();
-  console.log(`desk growth benchmark: to ${RECEIPTS} receipts through real clearings (${FILLERS} clients, ${KEYS} keys) on ${navigator.hardwareConcurrency} cores`);
+  console.log(
+    `desk growth benchmark: to ${RECEIPTS} receipts through real clearings (${FILLERS} clients, ${KEYS} keys) on ${navigator.hardwareConcurrency} cores`,
+  );
   const all: Figures[] = [];
   for (const size of SIZES) all.push(await measureAt(size));
   const zero = all[0]!;
@@ -218,6 +249,8 @@ try {
     ["clearing p99 (ms)", (f) => f.p99, (n) => n.toFixed(3), "within 10 % of 0"],
     ["start-up, listening (ms)", (f) => f.listenMs, (n) => n.toFixed(0), ""],
     ["start-up, first answer (ms)", (f) => f.answerMs, (n) => n.toFixed(0), "<= 150 at 1M"],
+    ["start-up CPU, listening (ms)", (f) => f.listenCpuMs, (n) => n.toFixed(0), ""],
+    ["start-up CPU, first answer (ms)", (f) => f.answerCpuMs, (n) => n.toFixed(0), ""],
     ["calls over two sweeps p99.9 (ms)", (f) => f.sweepP999, (n) => n.toFixed(2), ""],
     ["calls over two sweeps, longest (ms)", (f) => f.sweepMax, (n) => n.toFixed(2), "no stall > 20"],
     ["  of them over 20 ms", (f) => f.sweepOver20, (n) => n.toFixed(0), ""],
@@ -225,8 +258,10 @@ try {
     ["bytes per stored call", (f) => (f.size === 0 ? Number.NaN : f.dbBytes / f.size), (n) => n.toFixed(0), "<= 1,200"],
     ["WAL (MB)", (f) => f.walBytes / 2 ** 20, (n) => n.toFixed(1), "bounded"],
     ["export wall time (s)", (f) => f.exportSeconds, (n) => n.toFixed(2), ""],
+    ["export desk CPU per receipt (us)", (f) => f.exportCpuUs, (n) => n.toFixed(1), ""],
     ["export desk RSS before (MB)", (f) => f.rssBeforeMb, (n) => n.toFixed(1), ""],
     ["export desk RSS growth (MB)", (f) => f.rssGrowthMb, (n) => n.toFixed(1), "<= 50 at 1M"],
+    ["  over the sequential calls, no export", (f) => f.callsRssGrowthMb, (n) => n.toFixed(1), ""],
     ["calls during export p50 (ms)", (f) => f.exportP50, (n) => n.toFixed(2), ""],
     ["calls during export p99 (ms)", (f) => f.exportP99, (n) => n.toFixed(2), "<= 5"],
     ["calls during export, longest (ms)", (f) => f.exportMax, (n) => n.toFixed(1), ""],
@@ -243,5 +278,6 @@ try {
 } finally {
   upstream.kill();
   await Promise.all([desk.stop(), upstream.exited]);
-  rmSync(base, { recursive: true, force: true });
+  if (KEEP === null) rmSync(base, { recursive: true, force: true });
+  else console.log(`the ledger is kept in ${dataDir}`);
 }

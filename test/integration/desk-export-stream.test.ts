@@ -12,7 +12,9 @@ beforeAll(() => {
 });
 afterAll(() => fx.stop());
 
-test("the export is read a page per pull, each on its own turn of the event loop, and a reader that stops holds the rest unread", { timeout: 60_000 }, async () => {
+test("the export is read a page per pull, each on its own turn of the event loop, and a reader that stops holds the rest unread", {
+  timeout: 60_000,
+}, async () => {
   await using t = await makeDeskOnFixture(fx.url, { tools: ["fx__echo"], priceMc: 1, upstreamCostMc: 0 });
   const total = 2 * EXPORT_PAGE + 5;
   const keys = await Promise.all(Array.from({ length: 10 }, () => t.makeKey({ budget_mc: 1_000_000, reset: "none", allow: ["fx__echo"] })));
