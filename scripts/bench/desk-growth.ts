@@ -6,8 +6,8 @@
 //   - start-up: the desk stopped and started again on the same data directory, until it listens
 //     and until it answers a clearing (median of three), in wall time and in the desk's CPU time
 //     (which a loaded machine stretches less);
-//   - housekeeping: sequential calls over two runs of the sweeps (--upstream-timeout 1 makes them
-//     run every 5.5 s), their p99.9 and the longest;
+//   - housekeeping: sequential calls over two runs of the sweeps (--upstream-timeout 5 makes them
+//     run every 7.5 s), their p99.9 and the longest;
 //   - the ledger file and its WAL, and the bytes per stored call;
 //   - the whole ledger's export (GET /admin/receipts) while a probe keeps clearing calls: its wall
 //     time and the desk's CPU time per receipt, the desk's RSS growth (VmRSS sampled every 10 ms,
@@ -31,8 +31,8 @@ const KEEP = at("--keep") > 0 ? resolve(process.argv[at("--keep") + 1]!) : null;
 const TOKEN = "bench-admin-token-0123456789abcdefghijklmnopqrstuvwxyz";
 const KEYS = 100;
 const FILLERS = 32;
-/** --upstream-timeout 1: the sweeps run every (1 s + the 10 s abandon margin) / 2. */
-const SWEEP_EVERY_MS = 5_500;
+/** --upstream-timeout 5: the sweeps run every (5 s + the 10 s abandon margin) / 2. */
+const SWEEP_EVERY_MS = 7_500;
 const SIZES = [0, Math.min(100_000, Math.floor(RECEIPTS / 10)), RECEIPTS];
 
 const loadAverage = () => readFileSync("/proc/loadavg", "utf8").split(" ").slice(0, 3).join(" ");
@@ -70,7 +70,7 @@ const upstreamUrl = await firstLine(upstream.stdout as ReadableStream<Uint8Array
 if (KEEP !== null) mkdirSync(KEEP, { recursive: true, mode: 0o700 });
 const base = KEEP ?? mkdtempSync(join(tmpdir(), "ask-only-bench-growth-"));
 const dataDir = join(base, "d");
-const start = () => startDesk([BINARY], TOKEN, { data: dataDir, flags: ["--upstream-timeout", "1"] });
+const start = () => startDesk([BINARY], TOKEN, { data: dataDir, flags: ["--upstream-timeout", "5"] });
 let desk: BenchDesk = await start();
 
 type Figures = {
@@ -106,8 +106,10 @@ try {
   for (let i = 0; i < KEYS; i++) {
     keys.push((await desk.admin("POST", "/admin/keys", { org_id: org, budget_mc: 1_000_000_000, reset: "none", allow: ["fx__echo"] })).secret as string);
   }
-  /** Receipts in the ledger: every call answered 200 left one. */
+  /** Receipts in the ledger: every call answered 200 left one (and a refused one may have). */
   let stored = 0;
+  /** Calls answered other than 200 (a timeout on a loaded machine): counted, not fatal. */
+  let failed = 0;
   const call = async (key: string, i: number) => {
     const r = await fetch(`${desk.url}/v1/tools/fx__echo`, {
       method: "POST",
@@ -115,8 +117,8 @@ try {
       body: `{"text":"a typical short argument for a paid tool, call ${i}"}`,
     });
     await r.arrayBuffer();
-    if (r.status !== 200) throw new Error(`call: ${r.status}`);
-    stored++;
+    if (r.status === 200) stored++;
+    else failed++;
   };
   /** Sequential calls until `until` says stop; each one's latency in ms. */
   const probe = async (until: (n: number) => boolean) => {
@@ -274,6 +276,7 @@ try {
     const ratio = last / get(zero);
     console.log(`${name.padEnd(38)}${all.map((f) => cell(fmt(get(f)), 14)).join("")}${cell(Number.isFinite(ratio) ? ratio.toFixed(2) : "-", 9)}   ${target}`);
   }
+  console.log(`calls answered other than 200: ${failed}`);
   console.log(`load average at each size: ${all.map((f) => f.load).join(" | ")}; whole run ${((performance.now() - t0) / 60_000).toFixed(1)} min`);
 } finally {
   upstream.kill();
