@@ -9,17 +9,20 @@
 //   - housekeeping: sequential calls over two runs of the sweeps (--upstream-timeout 5 makes them
 //     run every 7.5 s), their p99.9 and the longest;
 //   - the ledger file and its WAL, and the bytes per stored call;
-//   - the whole ledger's export (GET /admin/receipts) while a probe keeps clearing calls: its wall
+//   - the whole ledger's export (GET /admin/receipts, read by curl in a process of its own, so the
+//     probe's latency is the desk's and not this process's) while a probe keeps clearing calls: its wall
 //     time and the desk's CPU time per receipt, the desk's RSS growth (VmRSS sampled every 10 ms,
 //     against just before; and the same over the sequential calls, with no export, as a
 //     baseline), and the probe's p50 / p99 / longest.
 // Each figure is printed with its value at 0 and the ratio, with the load average of the moment.
 // Usage: bun build.ts && bun scripts/bench/desk-growth.ts [--receipts N] [--calls N] [--binary PATH] [--keep DIR]
 //        --keep DIR leaves the data directory (the filled ledger) in DIR
+//        --again DIR measures a ledger kept so at its size, with no fill and no baseline
 //        --receipts 1000000 is the full run (about 10 minutes of filling on a quiet machine)
 import { mkdirSync, mkdtempSync, readFileSync, rmSync, statSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
+import { Database } from "bun:sqlite";
 import { type BenchDesk, firstLine, quantile, startDesk } from "./lib/measure.ts";
 
 const root = resolve(import.meta.dir, "../..");
@@ -27,7 +30,8 @@ const at = (name: string) => process.argv.indexOf(name);
 const RECEIPTS = at("--receipts") > 0 ? Number(process.argv[at("--receipts") + 1]) : 100_000;
 const SEQUENTIAL = at("--calls") > 0 ? Number(process.argv[at("--calls") + 1]) : 2000;
 const BINARY = at("--binary") > 0 ? resolve(process.argv[at("--binary") + 1]!) : join(root, "dist/ask-only");
-const KEEP = at("--keep") > 0 ? resolve(process.argv[at("--keep") + 1]!) : null;
+const AGAIN = at("--again") > 0 ? resolve(process.argv[at("--again") + 1]!) : null;
+const KEEP = AGAIN ?? (at("--keep") > 0 ? resolve(process.argv[at("--keep") + 1]!) : null);
 const TOKEN = "bench-admin-token-0123456789abcdefghijklmnopqrstuvwxyz";
 const KEYS = 100;
 const FILLERS = 32;
@@ -65,11 +69,21 @@ const sampled = async <T>(pid: number, body: () => Promise<T>) => {
   }
 };
 
-const upstream = Bun.spawn([process.execPath, join(root, "test/fixtures/upstream-server.ts")], { stdout: "pipe", stderr: "inherit" });
-const upstreamUrl = await firstLine(upstream.stdout as ReadableStream<Uint8Array>, /(http:\/\/\S+)\n/);
 if (KEEP !== null) mkdirSync(KEEP, { recursive: true, mode: 0o700 });
 const base = KEEP ?? mkdtempSync(join(tmpdir(), "ask-only-bench-growth-"));
 const dataDir = join(base, "d");
+/** A kept ledger: its receipts, and the port its upstream was registered on (the fixture starts there again). */
+const kept = AGAIN === null ? null : keptLedger(join(dataDir, "desk.db"));
+const upstream = Bun.spawn(
+  [
+    process.execPath,
+    "-e",
+    `import { startUpstreamFixture } from ${JSON.stringify(join(root, "test/fixtures/upstream-server.ts"))};
+     console.log(startUpstreamFixture({ port: ${kept?.port ?? 0} }).url);`,
+  ],
+  { stdout: "pipe", stderr: "inherit" },
+);
+const upstreamUrl = await firstLine(upstream.stdout as ReadableStream<Uint8Array>, /(http:\/\/\S+)\n/);
 const start = () => startDesk([BINARY], TOKEN, { data: dataDir, flags: ["--upstream-timeout", "5"] });
 let desk: BenchDesk = await start();
 
@@ -98,16 +112,29 @@ type Figures = {
   exportMax: number;
 };
 
+function keptLedger(path: string): { receipts: number; port: number } {
+  const db = new Database(path, { readonly: true });
+  try {
+    const receipts = (db.query("SELECT max(rowid) AS n FROM receipts").get() as { n: number | null }).n ?? 0;
+    const url = (db.query("SELECT url FROM upstreams WHERE name = 'fx'").get() as { url: string }).url;
+    return { receipts, port: Number(new URL(url).port) };
+  } finally {
+    db.close();
+  }
+}
+
 try {
-  await desk.admin("POST", "/admin/upstreams", { name: "fx", url: upstreamUrl });
-  await desk.admin("PUT", "/admin/tools/fx__echo", { price_mc: 1, upstream_cost_mc: 0 });
+  if (kept === null) {
+    await desk.admin("POST", "/admin/upstreams", { name: "fx", url: upstreamUrl });
+    await desk.admin("PUT", "/admin/tools/fx__echo", { price_mc: 1, upstream_cost_mc: 0 });
+  }
   const org = (await desk.admin("POST", "/admin/orgs", { name: "bench" })).org_id as string;
   const keys: string[] = [];
   for (let i = 0; i < KEYS; i++) {
     keys.push((await desk.admin("POST", "/admin/keys", { org_id: org, budget_mc: 1_000_000_000, reset: "none", allow: ["fx__echo"] })).secret as string);
   }
   /** Receipts in the ledger: every call answered 200 left one (and a refused one may have). */
-  let stored = 0;
+  let stored = kept?.receipts ?? 0;
   /** Calls answered other than 200 (a timeout on a loaded machine): counted, not fatal. */
   let failed = 0;
   const call = async (key: string, i: number) => {
@@ -171,23 +198,15 @@ try {
     let exporting = true;
     const t0 = performance.now();
     const exported = (async () => {
-      const r = await fetch(`${desk.url}/admin/receipts`, { headers: { authorization: `Bearer ${TOKEN}` } });
-      if (r.status !== 200) throw new Error(`export: ${r.status}`);
-      const reader = r.body!.getReader();
-      let lines = 0;
-      let sinceRest = 0;
-      for (;;) {
-        const { value, done } = await reader.read();
-        if (done) break;
-        // counted natively: the probe shares this process's event loop
-        for (let i = value.indexOf(10); i !== -1; i = value.indexOf(10, i + 1)) lines++;
-        // a reader that rests 1 ms a megabyte: the export waits for it, it does not pile up in the desk
-        sinceRest += value.length;
-        if (sinceRest >= 1 << 20) {
-          sinceRest = 0;
-          await Bun.sleep(1);
-        }
-      }
+      // A reader as fast as the desk can write: the longest turns of the desk's loop, and the most
+      // the stream could pile up if it did not wait for the reader.
+      const curl = Bun.spawn(["sh", "-c", `curl -sSf -H "authorization: Bearer $TOKEN" "$URL/admin/receipts" | wc -l`], {
+        env: { PATH: process.env.PATH ?? "/usr/bin:/bin", TOKEN, URL: desk.url },
+        stdout: "pipe",
+        stderr: "inherit",
+      });
+      const lines = Number((await new Response(curl.stdout).text()).trim());
+      await curl.exited;
       exporting = false;
       return lines;
     })();
@@ -243,7 +262,7 @@ try {
     `desk growth benchmark: to ${RECEIPTS} receipts through real clearings (${FILLERS} clients, ${KEYS} keys) on ${navigator.hardwareConcurrency} cores`,
   );
   const all: Figures[] = [];
-  for (const size of SIZES) all.push(await measureAt(size));
+  for (const size of kept === null ? SIZES : [kept.receipts]) all.push(await measureAt(size));
   const zero = all[0]!;
 
   const rows: [string, (f: Figures) => number, (n: number) => string, string][] = [
