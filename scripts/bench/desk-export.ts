@@ -23,7 +23,7 @@ const upstream = Bun.spawn([process.execPath, join(root, "test/fixtures/upstream
 const upstreamUrl = await firstLine(upstream.stdout as ReadableStream<Uint8Array>, /(http:\/\/\S+)\n/);
 const pg = process.argv.includes("--database") ? await PostgresServer.start() : null;
 const database: Record<string, string> = pg === null ? {} : { ASK_ONLY_DESK_DATABASE_URL: (await pg.createDatabase()).url };
-const desk = await startDesk([BINARY], TOKEN, database);
+const desk = await startDesk([BINARY], TOKEN, { env: database });
 const deskUrl = desk.url;
 const admin = desk.admin;
 

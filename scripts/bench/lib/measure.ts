@@ -37,15 +37,25 @@ export type BenchDesk = {
   url: string;
   /** An admin API call; a status of 300 or more throws with the answer's text. */
   admin(method: string, path: string, body?: unknown): Promise<Record<string, unknown>>;
-  /** Stops the desk and removes its data directory. */
+  /** Stops the desk, and removes its data directory unless the caller gave it. */
   stop(): Promise<void>;
 };
 
-/** Starts `command desk` on a port of its own with a fresh data directory (and `env`, a database URL say), and resolves once it listens. */
-export async function startDesk(command: string[], adminToken: string, env: Record<string, string> = {}): Promise<BenchDesk> {
-  const data = mkdtempSync(join(tmpdir(), "ask-only-bench-desk-"));
-  const proc = Bun.spawn([...command, "desk", "--listen", "127.0.0.1:0", "--data", join(data, "d")], {
-    env: { PATH: process.env.PATH ?? "/usr/bin:/bin", ASK_ONLY_DESK_ADMIN_TOKEN: adminToken, NO_COLOR: "1", TZ: "Etc/UTC", ...env },
+export type StartOptions = {
+  /** A data directory the caller keeps (a desk started again on the same ledger); a fresh one otherwise. */
+  data?: string;
+  /** More flags for `desk`. */
+  flags?: string[];
+  /** More environment (a database URL, say). */
+  env?: Record<string, string>;
+};
+
+/** Starts `command desk` on a port of its own, and resolves once it listens. */
+export async function startDesk(command: string[], adminToken: string, options: StartOptions = {}): Promise<BenchDesk> {
+  const owned = options.data === undefined ? mkdtempSync(join(tmpdir(), "ask-only-bench-desk-")) : null;
+  const dataDir = options.data ?? join(owned!, "d");
+  const proc = Bun.spawn([...command, "desk", "--listen", "127.0.0.1:0", "--data", dataDir, ...(options.flags ?? [])], {
+    env: { PATH: process.env.PATH ?? "/usr/bin:/bin", ASK_ONLY_DESK_ADMIN_TOKEN: adminToken, NO_COLOR: "1", TZ: "Etc/UTC", ...(options.env ?? {}) },
     stdout: "ignore",
     stderr: "pipe",
   });
@@ -65,7 +75,7 @@ export async function startDesk(command: string[], adminToken: string, env: Reco
     async stop() {
       proc.kill("SIGTERM");
       await proc.exited;
-      rmSync(data, { recursive: true, force: true });
+      if (owned !== null) rmSync(owned, { recursive: true, force: true });
     },
   };
 }
