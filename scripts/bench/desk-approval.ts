@@ -12,6 +12,7 @@
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
+import { quantile } from "./lib/measure.ts";
 
 const root = resolve(import.meta.dir, "../..");
 const BINARY = join(root, "dist/ask-only");
@@ -137,7 +138,7 @@ async function timed(label: string, n: number, one: (i: number) => Promise<Respo
   return times.sort((a, b) => a - b);
 }
 
-const p = (sorted: number[], q: number) => sorted[Math.min(sorted.length - 1, Math.floor((q / 100) * sorted.length))]!;
+const p = (xs: number[], q: number) => quantile(xs, q / 100);
 
 try {
   // Warm both paths before measuring.

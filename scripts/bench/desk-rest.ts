@@ -8,6 +8,7 @@ import { mkdtempSync, rmSync } from "node:fs";
 import { cpus, loadavg, tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { REST_DOCUMENT } from "../../test/fixtures/rest-server.ts";
+import { quantile } from "./lib/measure.ts";
 
 const root = resolve(import.meta.dir, "../..");
 const CALLS = Number(process.argv[process.argv.indexOf("--calls") + 1]) || 2000;
@@ -30,8 +31,6 @@ async function firstMatch(stream: ReadableStream<Uint8Array>, re: RegExp): Promi
   }
 }
 
-const percentile = (sorted: number[], p: number) => sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))]!;
-
 async function sequential(call: () => Promise<void>): Promise<{ p50: number; p99: number }> {
   for (let i = 0; i < 200; i++) await call();
   const times: number[] = [];
@@ -41,7 +40,7 @@ async function sequential(call: () => Promise<void>): Promise<{ p50: number; p99
     times.push(performance.now() - t);
   }
   times.sort((a, b) => a - b);
-  return { p50: percentile(times, 50), p99: percentile(times, 99) };
+  return { p50: quantile(times, 0.5), p99: quantile(times, 0.99) };
 }
 
 const fixture = Bun.spawn([process.execPath, join(root, "scripts/bench/rest-fixture-process.ts")], { stdout: "pipe", stderr: "inherit" });

@@ -17,24 +17,10 @@ import { hourOf, periodOf } from "../../src/core/desk/period.ts";
 import { importSealingKey } from "../../src/core/desk/seal.ts";
 import { lookupOf, sha256 } from "../../src/core/desk/secrets.ts";
 import { generateSigningKey, loadSigner, paramsSha256 } from "../../src/core/receipt/index.ts";
+import { firstLine } from "./lib/measure.ts";
 
 const root = resolve(import.meta.dir, "../..");
 const TOKEN = "bench-admin-token-0123456789abcdefghijklmnopqrstuvwxyz";
-
-async function firstLine(stream: ReadableStream<Uint8Array>, re: RegExp): Promise<string> {
-  const reader = stream.getReader();
-  let text = "";
-  for (;;) {
-    const { value, done } = await reader.read();
-    if (done) throw new Error(`no ${re} in: ${text}`);
-    text += new TextDecoder().decode(value);
-    const m = re.exec(text);
-    if (m) {
-      reader.releaseLock();
-      return m[1]!;
-    }
-  }
-}
 
 const rows: [string, number][] = [];
 async function stage(name: string, n: number, op: (i: number) => unknown, concurrency = 1): Promise<void> {

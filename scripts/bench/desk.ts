@@ -14,7 +14,7 @@ import { readdirSync, readFileSync } from "node:fs";
 import { join, resolve } from "node:path";
 import { UpstreamClient } from "../../src/adapters/mcp-upstream/client.ts";
 import { NO_CREDENTIAL } from "../../src/core/upstream/credential.ts";
-import { firstLine, startDesk } from "./lib/measure.ts";
+import { firstLine, quantile, startDesk } from "./lib/measure.ts";
 
 // `bench:desk --database`: SQLite against PostgreSQL, one node and two (desk-postgres.ts).
 if (process.argv.includes("--database")) {
@@ -55,7 +55,6 @@ function threadSeconds(pid: number): Map<string, number> {
   return out;
 }
 
-const percentile = (sorted: number[], p: number) => sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))]!;
 const fmt = (ms: number) => `${ms.toFixed(3)} ms`;
 
 const upstream = Bun.spawn([process.execPath, join(root, "test/fixtures/upstream-server.ts")], { stdout: "pipe", stderr: "inherit" });
@@ -198,11 +197,11 @@ try {
   const status = readFileSync(`/proc/${desk.proc.pid}/status`, "utf8");
   const kb = (field: string) => Number(new RegExp(`${field}:\\s+(\\d+) kB`).exec(status)?.[1] ?? Number.NaN);
 
-  const p50 = percentile(kLat, 50) - percentile(dLat, 50);
-  const p99 = percentile(kLat, 99) - percentile(dLat, 99);
+  const p50 = quantile(kLat, 0.5) - quantile(dLat, 0.5);
+  const p99 = quantile(kLat, 0.99) - quantile(dLat, 0.99);
   console.log(`desk benchmark (${SEQUENTIAL} sequential calls per side, ${CONCURRENCY} concurrent for ${THROUGHPUT_MS} ms)`);
-  console.log(`  direct latency    p50 ${fmt(percentile(dLat, 50))}  p99 ${fmt(percentile(dLat, 99))}`);
-  console.log(`  desk latency      p50 ${fmt(percentile(kLat, 50))}  p99 ${fmt(percentile(kLat, 99))}`);
+  console.log(`  direct latency    p50 ${fmt(quantile(dLat, 0.5))}  p99 ${fmt(quantile(dLat, 0.99))}`);
+  console.log(`  desk latency      p50 ${fmt(quantile(kLat, 0.5))}  p99 ${fmt(quantile(kLat, 0.99))}`);
   console.log(`  added by the desk p50 ${fmt(p50)}  p99 ${fmt(p99)}   (target p50 <= 1 ms, p99 <= 3 ms)`);
   console.log(
     `  throughput        direct ${directRate.toFixed(0)}/s  desk ${deskRate.toFixed(0)}/s  ratio ${(deskRate / directRate).toFixed(2)}   (target >= 0.60 and >= 3000/s)`,

@@ -1,8 +1,8 @@
 // An upstream cannot make the desk buffer without end: an answer past MAX_UPSTREAM_ANSWER_BYTES
-// fails its exchange and the call is refunded with its receipt: a JSON answer (declared or
-// chunked) at once as an upstream error; an event stream is cut there and, since the SDK then
-// waits for an answer that never comes, ends as a timeout. A compressed answer counts by what it
-// decompresses to, not by its declared length. An answer under the cap is charged.
+// fails its exchange at once and the call is refunded as an upstream error with its receipt: a
+// JSON answer (declared or chunked) before it is read, an event stream when it passes the cap.
+// A compressed answer counts by what it decompresses to, not by its declared length. An answer
+// under the cap is charged.
 import { afterAll, beforeAll, describe, expect, setDefaultTimeout, test } from "bun:test";
 import { MAX_UPSTREAM_ANSWER_BYTES } from "../../src/core/upstream/slots.ts";
 import { makeDesk, type TestDesk } from "./desk-harness.ts";
@@ -73,7 +73,7 @@ describe("the upstream answer cap", () => {
   const refusal = {
     declared: [502, "UPSTREAM_ERROR", "refunded_upstream_error"],
     chunked: [502, "UPSTREAM_ERROR", "refunded_upstream_error"],
-    sse: [504, "UPSTREAM_TIMEOUT", "refunded_timeout"],
+    sse: [502, "UPSTREAM_ERROR", "refunded_upstream_error"],
     gzip: [502, "UPSTREAM_ERROR", "refunded_upstream_error"],
   } as const;
   for (const framing of FRAMINGS) {

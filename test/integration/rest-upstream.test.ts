@@ -223,7 +223,12 @@ describe("the deadline and the slots", () => {
     const took = performance.now() - started;
     expect(took).toBeGreaterThanOrEqual(290);
     expect(took).toBeLessThan(3_000);
-    await aborted;
+    // On a loaded machine the cut may come before the request reaches the fixture's handler:
+    // then there is no open request to cut. One that reached it must see its socket cut.
+    if (fixture.seen.some((s) => s.path === "/hang")) {
+      const late = Bun.sleep(10_000).then(() => "the fixture's /hang request was never cut");
+      expect(await Promise.race([aborted.then(() => "cut"), late])).toBe("cut");
+    }
     expect(c.testOnlyExchangesOpen()).toBe(0);
     fixture.release();
   });

@@ -4,13 +4,15 @@
 // the clearing path needs to know (who pays).
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StreamableHTTPClientTransport, StreamableHTTPError } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
-import { CallToolResultSchema, ErrorCode, ListToolsResultSchema, McpError, ResultSchema } from "@modelcontextprotocol/sdk/types.js";
+import { fetchWithinOrigin } from "@modelcontextprotocol/sdk/shared/transport.js";
+import { CallToolResultSchema, ErrorCode, ListToolsResultSchema, ResultSchema } from "@modelcontextprotocol/sdk/types.js";
 import type { Upstream } from "../../core/desk/ports.ts";
 import type { CallOutcome, UpstreamTool } from "../../core/upstream/outcome.ts";
 import { boundedFetch, type Fetch } from "../../core/upstream/bounded-fetch.ts";
 import { MAX_EXCHANGES_PER_UPSTREAM, MAX_UPSTREAM_ANSWER_BYTES } from "../../core/upstream/slots.ts";
 import { type Credential, CredentialUnavailable } from "../../core/upstream/credential.ts";
 import { credentialFetch } from "./credential-fetch.ts";
+import { BrokenAnswer, postRequest } from "./rpc-call.ts";
 
 /**
  * Fields of an upstream's tool listing that reach agents unchanged (name and description are
@@ -25,8 +27,15 @@ const MAX_TOOL_PAGES = 100;
 
 const CLIENT_INFO = { name: "ask-only-desk", version: "1" };
 
+/** A session the SDK opened: its client (handshake, listing, notifications) and the transport's session headers. */
+type Session = { client: Client; transport: StreamableHTTPClientTransport };
+
 export class UpstreamClient implements Upstream {
-  private session: Promise<Client> | null = null;
+  private session: Promise<Session> | null = null;
+  /** The desk's tools/call ids: strings, so they never meet the SDK client's numeric ids on the same session. */
+  private nextCallId = 0;
+  /** The same fetch as the SDK transport's, redirects handled as it handles them. */
+  private readonly callFetch: Fetch;
   /**
    * fetch with the operator's credential on every exchange (credential-fetch.ts), each exchange
    * cut at the deadline and its answer bounded (core/upstream/bounded-fetch.ts).
@@ -41,16 +50,17 @@ export class UpstreamClient implements Upstream {
   ) {
     const bounded = boundedFetch({ timeoutMs, maxExchanges: MAX_EXCHANGES_PER_UPSTREAM, maxAnswerBytes: MAX_UPSTREAM_ANSWER_BYTES });
     this.boundedFetch = credentialFetch(credential, bounded, timeoutMs);
+    this.callFetch = fetchWithinOrigin(this.boundedFetch);
   }
 
   /** The shared session: every concurrent caller waits on the same handshake. */
-  private connect(timeoutMs: number): Promise<Client> {
+  private connect(timeoutMs: number): Promise<Session> {
     if (this.session === null) {
       const attempt = (async () => {
         const client = new Client(CLIENT_INFO, { capabilities: {} });
         const transport = new StreamableHTTPClientTransport(this.url, { fetch: this.boundedFetch });
         await client.connect(transport, { timeout: timeoutMs });
-        return client;
+        return { client, transport };
       })();
       this.session = attempt;
       attempt.catch(() => this.drop(attempt));
@@ -62,11 +72,11 @@ export class UpstreamClient implements Upstream {
    * Forgets a failed session so the next call opens a new one. The old client is closed only
    * after the call deadline, so calls still in flight on it are not cut off by another's failure.
    */
-  private drop(failed: Promise<Client>): void {
+  private drop(failed: Promise<Session>): void {
     if (this.session !== failed) return;
     this.session = null;
     failed.then(
-      (client) => setTimeout(() => client.close().catch(() => {}), this.timeoutMs).unref(),
+      ({ client }) => setTimeout(() => client.close().catch(() => {}), this.timeoutMs).unref(),
       () => {},
     );
   }
@@ -75,7 +85,7 @@ export class UpstreamClient implements Upstream {
   async listTools(): Promise<UpstreamTool[]> {
     const session = this.connect(this.timeoutMs);
     try {
-      const client = await session;
+      const { client } = await session;
       const tools: UpstreamTool[] = [];
       let cursor: string | undefined;
       for (let page = 0; page < MAX_TOOL_PAGES; page++) {
@@ -105,18 +115,44 @@ export class UpstreamClient implements Upstream {
     }
   }
 
-  /** tools/call within the call deadline; never throws. */
+  /**
+   * tools/call within the call deadline, as one POST on the shared session (rpc-call.ts); never
+   * throws. A call cut at its deadline tells the upstream it was cancelled, as the SDK would.
+   */
   async call(tool: string, args: Record<string, unknown>): Promise<CallOutcome> {
     const deadline = Date.now() + this.timeoutMs;
     for (let attempt = 0; ; attempt++) {
       const left = deadline - Date.now();
       if (left <= 0) return { kind: "timeout" };
       const session = this.connect(left);
+      const id = `ask-only-${++this.nextCallId}`;
+      let opened: Session | undefined;
       try {
-        const client = await session;
-        const result = (await client.request({ method: "tools/call", params: { name: tool, arguments: args } }, ResultSchema, {
-          timeout: Math.max(1, deadline - Date.now()),
-        })) as Record<string, unknown>;
+        opened = await session;
+        const { transport } = opened;
+        // Every exchange is cut at timeoutMs; one that starts late (after a handshake) is cut at the call's deadline.
+        const fetch: Fetch =
+          deadline - Date.now() < this.timeoutMs
+            ? (u, init) => this.callFetch(u, { ...init, signal: AbortSignal.timeout(Math.max(1, deadline - Date.now())) })
+            : this.callFetch;
+        const answer = await postRequest(
+          fetch,
+          this.url,
+          { sessionId: transport.sessionId, protocolVersion: transport.protocolVersion },
+          id,
+          "tools/call",
+          {
+            name: tool,
+            arguments: args,
+          },
+          deadline,
+        );
+        if ("error" in answer) {
+          if (answer.error.code === ErrorCode.RequestTimeout) return { kind: "timeout" };
+          if (answer.error.code === ErrorCode.InvalidParams) return { kind: "args_refused" };
+          return { kind: "upstream_error" };
+        }
+        const result = answer.result;
         // Checked against the SDK's schema but kept as sent, so the agent gets (and the receipt
         // binds) the upstream's answer with every field, not the SDK's parsed copy.
         if (!CallToolResultSchema.safeParse(result).success) return { kind: "upstream_error" };
@@ -124,20 +160,22 @@ export class UpstreamClient implements Upstream {
         return { kind: blamesInput(result) ? "args_refused" : "tool_failed" };
       } catch (err) {
         if (err instanceof CredentialUnavailable) return { kind: err.kind };
-        if (err instanceof McpError) {
-          if (err.code === ErrorCode.RequestTimeout) return { kind: "timeout" };
-          if (err.code === ErrorCode.InvalidParams) return { kind: "args_refused" };
-          return { kind: "upstream_error" };
+        if (opened !== undefined && (isTimeout(err) || Date.now() >= deadline)) {
+          opened.client
+            .notification({ method: "notifications/cancelled", params: { requestId: id, reason: "the desk's deadline for the call passed" } })
+            .catch(() => {});
+          return { kind: "timeout" };
         }
         // An HTTP error status leaves the session usable; anything else (refused connection,
         // broken answer, 404 for a session the upstream forgot) opens a new one next time.
         const status = err instanceof StreamableHTTPError ? err.code : undefined;
         // 401 (after the credential's one retry) or 403: the operator's credential, never the agent's fault.
         if (status === 401 || status === 403) return { kind: "auth_failed" };
-        if (status === undefined || status === 404) this.drop(session);
+        if (status === undefined || status === 404 || err instanceof BrokenAnswer) this.drop(session);
         // 404 on an established session: the upstream forgot it (restart), so the tool never
         // ran and one retry on a new session cannot make it run twice.
         if (status === 404 && attempt === 0) continue;
+        if (opened === undefined && Date.now() >= deadline) return { kind: "timeout" };
         return { kind: "upstream_error" };
       }
     }
@@ -146,11 +184,14 @@ export class UpstreamClient implements Upstream {
   async close(): Promise<void> {
     const session = this.session;
     this.session = null;
-    if (session) await session.then((c) => c.close()).catch(() => {});
+    if (session) await session.then(({ client }) => client.close()).catch(() => {});
   }
 }
 
 const INVALID_PARAMS = String(ErrorCode.InvalidParams);
+
+/** The deadline's cut (bounded-fetch.ts, or the late exchange's own signal). */
+const isTimeout = (err: unknown) => err instanceof DOMException && err.name === "TimeoutError";
 
 /** An isError result blames the input when it carries the JSON-RPC invalid-params code. */
 function blamesInput(result: Record<string, unknown>): boolean {
