@@ -39,7 +39,10 @@ export function receiptMakerFor(signer: ReceiptSigner, onSigned: (envelope: Enve
       kid: envelope.kid,
       // The chain hashes the payload bytes as signed.
       sha256: sha256Hex(signed.payload),
-      envelope: JSON.stringify(envelope),
+      // Written out only when read: the ledgers store `signed`, and the answer carries the envelope itself.
+      get envelope() {
+        return JSON.stringify(envelope);
+      },
       issuedAt,
       signed,
     };
