@@ -10,9 +10,10 @@ import { type DatabaseTarget, describeTarget } from "../../adapters/postgres/con
 import type { LeaseTiming } from "../../adapters/postgres/node.ts";
 import { SigningKeyTaken } from "../../adapters/postgres/records.ts";
 import { restConnector } from "../../adapters/rest-upstream/connector.ts";
+import { checkThreadCount, ThreadedReceiptChecker } from "../../adapters/threads/receipt-checker.ts";
 import { openCredential } from "../../adapters/upstream-auth/open.ts";
 import { DESK_FLAGS, flagOf } from "../../cli/flags.ts";
-import { failure, info, type Streams } from "../../cli/voice.ts";
+import { failure, info, type Streams, usageError } from "../../cli/voice.ts";
 import { importSealingKey } from "../../core/desk/seal.ts";
 import { newAdminToken, sha256 } from "../../core/desk/secrets.ts";
 import { urlHost } from "../../core/http/listen.ts";
@@ -314,8 +315,22 @@ function approverConnection(a: ApproverSettings): ApproverConnection {
   };
 }
 
-/** `desk check`: exit 0 when the ledger (in --data, or in the database) is sound, else a failure listing what is wrong. */
-export async function runDeskCheck(run: { data: string | undefined; database: DatabaseTarget | null; streams: Streams }): Promise<void> {
+/** Every how often a running `desk check` says on stderr how far it got. */
+const CHECK_PROGRESS_EVERY_MS = 5000;
+
+/**
+ * `desk check`: exit 0 when the ledger (in --data, or in the database) is sound, else a failure
+ * listing what is wrong. Signatures are checked on one thread per core (ASK_ONLY_DESK_CHECK_THREADS
+ * sets how many); SIGINT or SIGTERM stops it after the pages in flight, and a stopped check says
+ * how far it got and fails: it never reads as a pass.
+ */
+export async function runDeskCheck(run: {
+  data: string | undefined;
+  database: DatabaseTarget | null;
+  streams: Streams;
+  env: NodeJS.ProcessEnv;
+}): Promise<void> {
+  const threads = checkThreads(run.env.ASK_ONLY_DESK_CHECK_THREADS);
   let ledger: DeskLedger;
   if (run.database !== null) {
     // No node: the check takes no call, sweeps nothing, and migrates nothing.
@@ -323,14 +338,47 @@ export async function runDeskCheck(run: { data: string | undefined; database: Da
   } else {
     const paths = dataDirPaths(run.data ?? DEFAULT_DATA);
     if (!existsSync(paths.db)) throw failure(`no desk ledger at ${paths.db}`, "give the data directory of a desk with --data DIR");
-    ledger = openDeskLedger(paths, { backgroundCheckpointMs: CHECKPOINT_EVERY_MS });
+    // A reader: no checkpointing thread (the desk serving beside it checkpoints its own WAL).
+    ledger = openDeskLedger(paths, {});
   }
+  const stop = new AbortController();
+  const onSignal = () => stop.abort();
+  process.once("SIGINT", onSignal);
+  process.once("SIGTERM", onSignal);
+  const started = performance.now();
+  let checked = 0;
+  const perSecond = () => Math.round(checked / ((performance.now() - started) / 1000));
+  const progress = setInterval(() => info(run.streams, `desk check: ${checked} receipts checked, ${perSecond()}/s`), CHECK_PROGRESS_EVERY_MS);
   try {
-    const report = await checkLedger(ledger);
+    const report = await checkLedger(ledger, {
+      checker: (jwks) => new ThreadedReceiptChecker(jwks, threads),
+      // Two pages per thread: one being checked, one waiting, while the next is read.
+      pagesInFlight: 2 * threads,
+      signal: stop.signal,
+      onProgress: (n) => {
+        checked = n;
+      },
+    });
     for (const line of report.ok) run.streams.out(`ok: ${line}\n`);
     for (const line of report.problems) run.streams.out(`FAILED: ${line}\n`);
+    if (!report.complete) {
+      const found = report.problems.length > 0 ? `; ${report.problems.length} problem(s) found so far` : "";
+      throw failure(`desk check stopped after ${report.checked} receipts: the check is incomplete${found}`, "run desk check again and let it finish");
+    }
     if (report.problems.length > 0) throw failure(`the desk ledger has ${report.problems.length} problem(s)`);
   } finally {
+    clearInterval(progress);
+    process.off("SIGINT", onSignal);
+    process.off("SIGTERM", onSignal);
     await ledger.close();
   }
+}
+
+/** ASK_ONLY_DESK_CHECK_THREADS, or one thread per core. */
+function checkThreads(value: string | undefined): number {
+  if (value === undefined || value === "") return checkThreadCount();
+  if (!/^[1-9][0-9]{0,2}$/.test(value)) {
+    throw usageError("ASK_ONLY_DESK_CHECK_THREADS must be a whole number from 1 to 999", "leave it unset for one thread per core");
+  }
+  return Number(value);
 }
