@@ -315,14 +315,15 @@ function approverConnection(a: ApproverSettings): ApproverConnection {
   };
 }
 
-/** Every how often a running `desk check` says on stderr how far it got. */
+/** Every how often a running `desk check` says on stderr how far it got (ASK_ONLY_DESK_CHECK_PROGRESS_MS). */
 const CHECK_PROGRESS_EVERY_MS = 5000;
 
 /**
  * `desk check`: exit 0 when the ledger (in --data, or in the database) is sound, else a failure
  * listing what is wrong. Signatures are checked on one thread per core (ASK_ONLY_DESK_CHECK_THREADS
- * sets how many); SIGINT or SIGTERM stops it after the pages in flight, and a stopped check says
- * how far it got and fails: it never reads as a pass.
+ * sets how many); how far it got is said on stderr every few seconds. SIGINT or SIGTERM stops it
+ * after the pages in flight, and a stopped check says how far it got and fails: it never reads as
+ * a pass.
  */
 export async function runDeskCheck(run: {
   data: string | undefined;
@@ -330,7 +331,8 @@ export async function runDeskCheck(run: {
   streams: Streams;
   env: NodeJS.ProcessEnv;
 }): Promise<void> {
-  const threads = checkThreads(run.env.ASK_ONLY_DESK_CHECK_THREADS);
+  const threads = envCount(run.env, "ASK_ONLY_DESK_CHECK_THREADS", checkThreadCount(), 1, 999);
+  const progressMs = envCount(run.env, "ASK_ONLY_DESK_CHECK_PROGRESS_MS", CHECK_PROGRESS_EVERY_MS, 10, 3_600_000);
   let ledger: DeskLedger;
   if (run.database !== null) {
     // No node: the check takes no call, sweeps nothing, and migrates nothing.
@@ -348,7 +350,7 @@ export async function runDeskCheck(run: {
   const started = performance.now();
   let checked = 0;
   const perSecond = () => Math.round(checked / ((performance.now() - started) / 1000));
-  const progress = setInterval(() => info(run.streams, `desk check: ${checked} receipts checked, ${perSecond()}/s`), CHECK_PROGRESS_EVERY_MS);
+  const progress = setInterval(() => info(run.streams, `desk check: ${checked} receipts checked, ${perSecond()}/s`), progressMs);
   try {
     const report = await checkLedger(ledger, {
       checker: (jwks) => new ThreadedReceiptChecker(jwks, threads),
@@ -374,11 +376,11 @@ export async function runDeskCheck(run: {
   }
 }
 
-/** ASK_ONLY_DESK_CHECK_THREADS, or one thread per core. */
-function checkThreads(value: string | undefined): number {
-  if (value === undefined || value === "") return checkThreadCount();
-  if (!/^[1-9][0-9]{0,2}$/.test(value)) {
-    throw usageError("ASK_ONLY_DESK_CHECK_THREADS must be a whole number from 1 to 999", "leave it unset for one thread per core");
-  }
-  return Number(value);
+/** A whole number from the environment, within [min, max], or `fallback` when unset. */
+function envCount(env: NodeJS.ProcessEnv, name: string, fallback: number, min: number, max: number): number {
+  const value = env[name];
+  if (value === undefined || value === "") return fallback;
+  const n = /^[0-9]{1,9}$/.test(value) ? Number(value) : Number.NaN;
+  if (!(n >= min && n <= max)) throw usageError(`${name} must be a whole number from ${min} to ${max}`, `leave it unset for ${fallback}`);
+  return n;
 }
