@@ -30,7 +30,8 @@ const hwmMb = (pid: number): number | null => {
   }
 };
 
-type Run = { seconds: number; peakMb: number; stdout: string; stderr: string };
+/** Wall time, the highest VmHWM seen, and the CPU (user + system, every thread) the process used. */
+type Run = { seconds: number; peakMb: number; cpuSeconds: number; stdout: string; stderr: string };
 
 /** Runs `argv` to its end: wall time, and the highest VmHWM seen while it ran. */
 async function measured(argv: string[], env: Record<string, string> = {}): Promise<Run> {
@@ -44,7 +45,8 @@ async function measured(argv: string[], env: Record<string, string> = {}): Promi
   clearInterval(sampler);
   const seconds = (performance.now() - t) / 1000;
   if (code !== 0) throw new Error(`${argv.join(" ")} exited ${code}:\n${stdout}${stderr}`);
-  return { seconds, peakMb, stdout, stderr };
+  const cpuSeconds = Number(proc.resourceUsage()?.cpuTime.total ?? 0n) / 1e6;
+  return { seconds, peakMb, cpuSeconds, stdout, stderr };
 }
 
 const scratch = mkdtempSync(join(tmpdir(), "ask-only-bench-check-"));
@@ -94,19 +96,16 @@ try {
   if (!last.stdout.includes(`ok: ${count} receipts: signatures, readable copies and`))
     throw new Error(`desk check did not pass:\n${last.stdout}${last.stderr}`);
 
-  const rate = (xs: Run[]) =>
-    Math.round(
-      count /
-        quantile(
-          xs.map((x) => x.seconds),
-          0.5,
-        ),
-    );
+  const median = (xs: Run[], f: (x: Run) => number) => quantile(xs.map(f), 0.5);
+  const rate = (xs: Run[]) => Math.round(count / median(xs, (x) => x.seconds));
+  // CPU per receipt does not depend on what the rest of the machine is doing; cores used
+  // (CPU / wall) says how much of the machine the run got.
   const line = (label: string, xs: Run[]) =>
-    `  ${label.padEnd(44)} ${String(rate(xs)).padStart(7)} receipts/s   wall ${quantile(
-      xs.map((x) => x.seconds),
-      0.5,
-    ).toFixed(1)} s   peak RSS ${Math.max(...xs.map((x) => x.peakMb)).toFixed(0)} MB`;
+    `  ${label.padEnd(44)} ${String(rate(xs)).padStart(7)} receipts/s   wall ${median(xs, (x) => x.seconds).toFixed(1)} s   CPU ${(
+      (median(xs, (x) => x.cpuSeconds) / count) * 1e6
+    ).toFixed(
+      0,
+    )} µs/receipt   cores used ${median(xs, (x) => x.cpuSeconds / x.seconds).toFixed(2)}   peak RSS ${Math.max(...xs.map((x) => x.peakMb)).toFixed(0)} MB`;
   console.log(
     `desk check benchmark: ${count} receipts (32 keys)${fillSeconds === null ? ", ledger reused" : `, filled in ${fillSeconds.toFixed(0)} s`}; ${ROUNDS} rounds, medians`,
   );
