@@ -12,7 +12,7 @@ import { SigningKeyTaken } from "../../adapters/postgres/records.ts";
 import { restConnector } from "../../adapters/rest-upstream/connector.ts";
 import { checkThreadCount, ThreadedReceiptChecker } from "../../adapters/threads/receipt-checker.ts";
 import { openCredential } from "../../adapters/upstream-auth/open.ts";
-import { DESK_FLAGS, flagOf } from "../../cli/flags.ts";
+import { DESK_ENV, DESK_FLAGS, envSettingOf, flagOf } from "../../cli/flags.ts";
 import { failure, info, type Streams, usageError } from "../../cli/voice.ts";
 import { importSealingKey } from "../../core/desk/seal.ts";
 import { newAdminToken, sha256 } from "../../core/desk/secrets.ts";
@@ -316,7 +316,7 @@ function approverConnection(a: ApproverSettings): ApproverConnection {
 }
 
 /** Every how often a running `desk check` says on stderr how far it got (ASK_ONLY_DESK_CHECK_PROGRESS_MS). */
-const CHECK_PROGRESS_EVERY_MS = 5000;
+const CHECK_PROGRESS_EVERY_MS = Number(envSettingOf(DESK_ENV, "ASK_ONLY_DESK_CHECK_PROGRESS_MS").default);
 
 /**
  * `desk check`: exit 0 when the ledger (in --data, or in the database) is sound, else a failure
@@ -331,8 +331,8 @@ export async function runDeskCheck(run: {
   streams: Streams;
   env: NodeJS.ProcessEnv;
 }): Promise<void> {
-  const threads = envCount(run.env, "ASK_ONLY_DESK_CHECK_THREADS", checkThreadCount(), 1, 999);
-  const progressMs = envCount(run.env, "ASK_ONLY_DESK_CHECK_PROGRESS_MS", CHECK_PROGRESS_EVERY_MS, 10, 3_600_000);
+  const threads = envCount(run.env, envSettingOf(DESK_ENV, "ASK_ONLY_DESK_CHECK_THREADS").env, checkThreadCount(), 1, 999);
+  const progressMs = envCount(run.env, envSettingOf(DESK_ENV, "ASK_ONLY_DESK_CHECK_PROGRESS_MS").env, CHECK_PROGRESS_EVERY_MS, 10, 3_600_000);
   let ledger: DeskLedger;
   if (run.database !== null) {
     // No node: the check takes no call, sweeps nothing, and migrates nothing.
