@@ -72,7 +72,7 @@ function buildProgram(): Command {
     if (data === undefined && target === null) {
       throw usageError("desk check needs --data DIR or --database URL", "e.g. ask-only desk check --data ./desk-data");
     }
-    await runDeskCheck({ data, database: target, streams: processStreams });
+    await runDeskCheck({ data, database: target, streams: processStreams, env: process.env });
   });
   withUsage(withFlags(program.command("verify-receipt").argument("[response]"), VERIFY_RECEIPT_FLAGS), usage.VERIFY_RECEIPT_USAGE).action(
     async (

@@ -182,6 +182,8 @@ export const DESK_FLAGS = [
 
 export const DESK_ENV = [
   { env: "ASK_ONLY_DESK_ADMIN_TOKEN", help: "the admin token, at least 32 characters (--admin-token-file wins)" },
+  { env: "ASK_ONLY_DESK_CHECK_THREADS", default: "one per core", help: "desk check: how many threads check the receipts, 1 to 999" },
+  { env: "ASK_ONLY_DESK_CHECK_PROGRESS_MS", default: "5000", help: "desk check: how often it says on stderr how far it got, 10 to 3600000" },
 ] as const satisfies readonly EnvSetting[];
 
 export const VERIFY_RECEIPT_FLAGS = [

@@ -4,7 +4,7 @@ import { describe, expect, test } from "bun:test";
 import fc from "fast-check";
 import { CanonicalJsonError, canonicalJson, MAX_DEPTH } from "../../src/core/receipt/canonical.ts";
 import { hashJson, sha256Hex } from "../../src/core/receipt/hash.ts";
-import { canonicalReceipt, OUTCOMES, type Receipt } from "../../src/core/receipt/types.ts";
+import { canonicalReceipt, isCanonicalReceipt, OUTCOMES, type Receipt } from "../../src/core/receipt/types.ts";
 
 // A double from its IEEE 754 bit pattern, as RFC 8785 Appendix B lists them.
 function fromBits(hex: string): number {
@@ -215,6 +215,25 @@ describe("canonicalReceipt (the receipt's own fast path)", () => {
         expect(canonicalReceipt(r)).toBe(expected);
       }),
       { numRuns: 500 },
+    );
+  });
+
+  test("property: isCanonicalReceipt(r, text) exactly when canonicalReceipt(r) === text, for the text and its near misses", () => {
+    const nearMiss = (text: string) =>
+      fc.oneof(
+        fc.constant(text),
+        fc.nat({ max: text.length - 1 }).map((i) => text.slice(0, i) + text.slice(i + 1)),
+        fc.tuple(fc.nat({ max: text.length }), fc.constantFrom(" ", "0", "}", '"', ",")).map(([i, c]) => text.slice(0, i) + c + text.slice(i)),
+        fc.tuple(fc.nat({ max: text.length - 1 }), fc.constantFrom("1", "a", "{", "\\")).map(([i, c]) => text.slice(0, i) + c + text.slice(i + 1)),
+      );
+    fc.assert(
+      fc.property(
+        receipt.chain((r) => fc.tuple(fc.constant(r), nearMiss(canonicalReceipt(r) ?? JSON.stringify(r)))),
+        ([r, text]) => {
+          expect(isCanonicalReceipt(r, text)).toBe(canonicalReceipt(r) === text);
+        },
+      ),
+      { numRuns: 1000 },
     );
   });
 

@@ -10,9 +10,10 @@ import { type DatabaseTarget, describeTarget } from "../../adapters/postgres/con
 import type { LeaseTiming } from "../../adapters/postgres/node.ts";
 import { SigningKeyTaken } from "../../adapters/postgres/records.ts";
 import { restConnector } from "../../adapters/rest-upstream/connector.ts";
+import { checkThreadCount, ThreadedReceiptChecker } from "../../adapters/threads/receipt-checker.ts";
 import { openCredential } from "../../adapters/upstream-auth/open.ts";
-import { DESK_FLAGS, flagOf } from "../../cli/flags.ts";
-import { failure, info, type Streams } from "../../cli/voice.ts";
+import { DESK_ENV, DESK_FLAGS, envSettingOf, flagOf } from "../../cli/flags.ts";
+import { failure, info, type Streams, usageError } from "../../cli/voice.ts";
 import { importSealingKey } from "../../core/desk/seal.ts";
 import { newAdminToken, sha256 } from "../../core/desk/secrets.ts";
 import { urlHost } from "../../core/http/listen.ts";
@@ -314,8 +315,24 @@ function approverConnection(a: ApproverSettings): ApproverConnection {
   };
 }
 
-/** `desk check`: exit 0 when the ledger (in --data, or in the database) is sound, else a failure listing what is wrong. */
-export async function runDeskCheck(run: { data: string | undefined; database: DatabaseTarget | null; streams: Streams }): Promise<void> {
+/** Every how often a running `desk check` says on stderr how far it got (ASK_ONLY_DESK_CHECK_PROGRESS_MS). */
+const CHECK_PROGRESS_EVERY_MS = Number(envSettingOf(DESK_ENV, "ASK_ONLY_DESK_CHECK_PROGRESS_MS").default);
+
+/**
+ * `desk check`: exit 0 when the ledger (in --data, or in the database) is sound, else a failure
+ * listing what is wrong. Signatures are checked on one thread per core (ASK_ONLY_DESK_CHECK_THREADS
+ * sets how many); how far it got is said on stderr every few seconds. SIGINT or SIGTERM stops it
+ * after the pages in flight, and a stopped check says how far it got and fails: it never reads as
+ * a pass.
+ */
+export async function runDeskCheck(run: {
+  data: string | undefined;
+  database: DatabaseTarget | null;
+  streams: Streams;
+  env: NodeJS.ProcessEnv;
+}): Promise<void> {
+  const threads = envCount(run.env, envSettingOf(DESK_ENV, "ASK_ONLY_DESK_CHECK_THREADS").env, checkThreadCount(), 1, 999);
+  const progressMs = envCount(run.env, envSettingOf(DESK_ENV, "ASK_ONLY_DESK_CHECK_PROGRESS_MS").env, CHECK_PROGRESS_EVERY_MS, 10, 3_600_000);
   let ledger: DeskLedger;
   if (run.database !== null) {
     // No node: the check takes no call, sweeps nothing, and migrates nothing.
@@ -323,14 +340,47 @@ export async function runDeskCheck(run: { data: string | undefined; database: Da
   } else {
     const paths = dataDirPaths(run.data ?? DEFAULT_DATA);
     if (!existsSync(paths.db)) throw failure(`no desk ledger at ${paths.db}`, "give the data directory of a desk with --data DIR");
-    ledger = openDeskLedger(paths, { backgroundCheckpointMs: CHECKPOINT_EVERY_MS });
+    // A reader: no checkpointing thread (the desk serving beside it checkpoints its own WAL).
+    ledger = openDeskLedger(paths, {});
   }
+  const stop = new AbortController();
+  const onSignal = () => stop.abort();
+  process.once("SIGINT", onSignal);
+  process.once("SIGTERM", onSignal);
+  const started = performance.now();
+  let checked = 0;
+  const perSecond = () => Math.round(checked / ((performance.now() - started) / 1000));
+  const progress = setInterval(() => info(run.streams, `desk check: ${checked} receipts checked, ${perSecond()}/s`), progressMs);
   try {
-    const report = await checkLedger(ledger);
+    const report = await checkLedger(ledger, {
+      checker: (jwks) => new ThreadedReceiptChecker(jwks, threads),
+      // Two pages per thread: one being checked, one waiting, while the next is read.
+      pagesInFlight: 2 * threads,
+      signal: stop.signal,
+      onProgress: (n) => {
+        checked = n;
+      },
+    });
     for (const line of report.ok) run.streams.out(`ok: ${line}\n`);
     for (const line of report.problems) run.streams.out(`FAILED: ${line}\n`);
+    if (!report.complete) {
+      const found = report.problems.length > 0 ? `; ${report.problems.length} problem(s) found so far` : "";
+      throw failure(`desk check stopped after ${report.checked} receipts: the check is incomplete${found}`, "run desk check again and let it finish");
+    }
     if (report.problems.length > 0) throw failure(`the desk ledger has ${report.problems.length} problem(s)`);
   } finally {
+    clearInterval(progress);
+    process.off("SIGINT", onSignal);
+    process.off("SIGTERM", onSignal);
     await ledger.close();
   }
+}
+
+/** A whole number from the environment, within [min, max], or `fallback` when unset. */
+function envCount(env: NodeJS.ProcessEnv, name: string, fallback: number, min: number, max: number): number {
+  const value = env[name];
+  if (value === undefined || value === "") return fallback;
+  const n = /^[0-9]{1,9}$/.test(value) ? Number(value) : Number.NaN;
+  if (!(n >= min && n <= max)) throw usageError(`${name} must be a whole number from ${min} to ${max}`, `leave it unset for ${fallback}`);
+  return n;
 }

@@ -1,55 +1,83 @@
 // `desk check`: the ledger's money invariants, then every receipt: its signature under a key the
-// desk published, its readable copy, its row against what was signed, and each key's chain.
+// desk published, its readable copy, its row against what was signed (check-receipt.ts, on as
+// many threads as the caller's checker has), and each key's chain, followed here in order.
 // Text read from the ledger is printed through printable, as verify-receipt prints file text.
-import { ChainVerifier, openEnvelope, printable, type Receipt, ReceiptKeys } from "../receipt/index.ts";
-import type { DeskLedger } from "./ports.ts";
-import type { ReceiptRecord } from "./records.ts";
+import { ChainVerifier, type Jwks, ReceiptKeys } from "../receipt/index.ts";
+import { type CheckedReceipt, checkReceipts } from "./check-receipt.ts";
+import type { DeskLedger, ReceiptPageChecker } from "./ports.ts";
 
-export type CheckReport = { ok: string[]; problems: string[] };
+/**
+ * `complete` is false when the check was stopped before the last receipt: `checked` says how far
+ * it got, and the problems are those found so far. A report that is not complete is not a pass.
+ */
+export type CheckReport = { ok: string[]; problems: string[]; checked: number; complete: boolean };
+
+export type CheckOptions = {
+  /** Makes the page checker from the desk's published keys (default: on this thread, one page at a time). */
+  checker?: (jwks: Jwks) => ReceiptPageChecker;
+  /** Pages handed to the checker and not yet taken back, at most (default 1; a few per thread keeps them busy). */
+  pagesInFlight?: number;
+  /** Once aborted, no further page is read: the report says how far the check got. */
+  signal?: AbortSignal;
+  /** Sees the count of receipts checked, after each page. */
+  onProgress?: (checked: number) => void;
+};
 
 const CHECK_PAGE = 1000;
 
-export async function checkLedger(ledger: Pick<DeskLedger, "check" | "records">): Promise<CheckReport> {
+/** Checks on the calling thread. */
+export function inThreadChecker(jwks: Jwks): ReceiptPageChecker {
+  const keys = ReceiptKeys.fromJwks(jwks);
+  return { check: async (page) => checkReceipts(page, keys), close: async () => {} };
+}
+
+export async function checkLedger(ledger: Pick<DeskLedger, "check" | "records">, options: CheckOptions = {}): Promise<CheckReport> {
+  const { signal, onProgress } = options;
   const ok: string[] = [];
   const problems = await ledger.check.money();
   if (problems.length === 0) ok.push("for every key and period, spent = charges + open reservations");
 
-  const keys = ReceiptKeys.fromJwks({ keys: (await ledger.records.signingKeys()).map((k) => k.publicJwk) });
+  const jwks = { keys: (await ledger.records.signingKeys()).map((k) => k.publicJwk) };
+  // Read here too, so a bad key set stops the check the same way whichever checker runs it.
+  ReceiptKeys.fromJwks(jwks);
+  const checker = (options.checker ?? inThreadChecker)(jwks);
+  const inFlight = Math.max(1, options.pagesInFlight ?? 1);
   const chain = new ChainVerifier();
-  let count = 0;
+  let checked = 0;
+  let complete = signal?.aborted !== true;
   const before = problems.length;
-  // A page at a time: what the check holds is one page and each key's last link, whatever the ledger's size.
-  for await (const page of ledger.check.receiptsInChainOrder(CHECK_PAGE)) {
-    for (const row of page) {
-      count++;
-      const opened = openEnvelope(JSON.parse(row.envelope), keys);
-      for (const c of opened.checks)
-        if (!c.ok) problems.push(`receipt ${printable(row.id)} (key ${printable(row.keyId)} seq ${row.seq}): ${c.name} ${c.detail ?? ""}`.trim());
-      const s = opened.signed;
-      // Every column is read as if it were the receipt (org_id decides which keys may fetch it,
-      // sha256 is what the next receipt chains to): each must be what was signed.
-      if (s !== null && !rowMatches(row, s, opened.payloadSha256))
-        problems.push(`receipt ${printable(row.id)}: the ledger row differs from the signed receipt`);
-      chain.add(count, s, opened.payloadSha256);
+  const take = (page: CheckedReceipt[]) => {
+    for (const r of page) {
+      checked++;
+      for (const p of r.problems) problems.push(p);
+      chain.add(checked, r.link, r.link?.sha256 ?? null);
     }
+    onProgress?.(checked);
+  };
+  // Pages are taken back in the order they were read, so each key's chain is followed in seq
+  // order whichever thread answers first. What the check holds is the pages in flight and each
+  // key's last link, whatever the ledger's size; a page is read only once one is taken back.
+  const pending: Promise<CheckedReceipt[]>[] = [];
+  try {
+    if (complete) {
+      for await (const page of ledger.check.receiptsInChainOrder(CHECK_PAGE)) {
+        const answer = checker.check(page);
+        // Awaited in turn below; a page rejected meanwhile is not an unhandled rejection.
+        answer.catch(() => {});
+        pending.push(answer);
+        if (pending.length >= inFlight) take(await pending.shift()!);
+        if (signal?.aborted) {
+          complete = false;
+          break;
+        }
+      }
+    }
+    // The pages already handed out are few: finish them, so `checked` counts whole pages.
+    while (pending.length > 0) take(await pending.shift()!);
+  } finally {
+    await checker.close();
   }
   for (const f of chain.failures) problems.push(`chain of key ${f.key_id}: ${f.detail}`);
-  if (problems.length === before) ok.push(`${count} receipts: signatures, readable copies and ${chain.keyCount} key chains intact`);
-  return { ok, problems };
-}
-
-function rowMatches(row: ReceiptRecord, s: Receipt, payloadSha256: string | null): boolean {
-  return (
-    s.id === row.id &&
-    s.org_id === row.orgId &&
-    s.key_id === row.keyId &&
-    s.seq === row.seq &&
-    Date.parse(s.issued_at) === row.issuedAt &&
-    s.tool === row.tool &&
-    s.outcome === row.outcome &&
-    s.period === row.period &&
-    s.amount_mc === row.amountMc &&
-    s.kid === row.kid &&
-    payloadSha256 === row.sha256
-  );
+  if (complete && problems.length === before) ok.push(`${checked} receipts: signatures, readable copies and ${chain.keyCount} key chains intact`);
+  return { ok, problems, checked, complete };
 }

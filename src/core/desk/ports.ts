@@ -14,6 +14,7 @@ import type { Credential } from "../upstream/credential.ts";
 import type { CredentialStore } from "../upstream/credential-store.ts";
 import type { CallOutcome, UpstreamTool } from "../upstream/outcome.ts";
 import type { ArgsProblem } from "./args.ts";
+import type { CheckedReceipt } from "./check-receipt.ts";
 import type { PlainOutcome, ReceiptOutcome, SettleOutcome } from "./outcomes.ts";
 import type { Reset } from "./period.ts";
 import type {
@@ -376,6 +377,17 @@ export interface LedgerCheck {
   money(): Promise<string[]>;
   /** Every receipt, by key and in each key's chain order, a page (at most `pageSize`) at a time. */
   receiptsInChainOrder(pageSize: number): AsyncIterable<ReceiptRecord[]>;
+}
+
+/**
+ * Checks pages of receipts for `desk check` (checkReceipts in check-receipt.ts), on this thread
+ * or on others: each page's answer lists its receipts in the page's order. Pages may be handed
+ * in before earlier ones are answered.
+ */
+export interface ReceiptPageChecker {
+  check(page: ReceiptRecord[]): Promise<CheckedReceipt[]>;
+  /** Ends the checker (its threads); pages not yet answered are rejected. */
+  close(): Promise<void>;
 }
 
 /** The desk ledger: one object per backend holding every store. */

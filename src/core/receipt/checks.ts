@@ -6,7 +6,7 @@ import { CanonicalJsonError, canonicalJson } from "./canonical.ts";
 import { printable } from "./printable.ts";
 import { resultForHashing } from "./result-rule.ts";
 import { readShape, type Shape } from "./shapes.ts";
-import { canonicalReceipt, type Receipt, receiptFields, receiptProblem } from "./types.ts";
+import { isCanonicalReceipt, type Receipt, receiptFields, receiptProblem } from "./types.ts";
 
 export { printable } from "./printable.ts";
 export { readShape, type Shape, SHAPES_READ } from "./shapes.ts";
@@ -76,7 +76,7 @@ export function readSigned(bytes: Uint8Array): { signed: Receipt } | { problem: 
   if (shape !== null) return { problem: `the signed payload is not a receipt (${printable(shape)})` };
   // One byte form per receipt: blocks duplicate keys or re-spelled numbers that two JSON
   // readers could take differently while the signature still holds.
-  if (canonicalReceipt(parsed as Receipt) !== text) return { problem: "the signed payload is not canonical JSON" };
+  if (!isCanonicalReceipt(parsed as Receipt, text)) return { problem: "the signed payload is not canonical JSON" };
   return { signed: parsed as Receipt };
 }
 

@@ -210,3 +210,21 @@ export function canonicalReceipt(receipt: Receipt): string | null {
   }
   return `${out}}`;
 }
+
+/**
+ * canonicalReceipt(receipt) === text, without building the string for version 1: `desk check`
+ * and verify-receipt hold every payload to its one canonical form, field by field in place.
+ */
+export function isCanonicalReceipt(receipt: Receipt, text: string): boolean {
+  if (receipt.v !== RECEIPT_VERSION) return canonicalReceipt(receipt) === text;
+  const record = receipt as Record<string, unknown>;
+  let at = 0;
+  for (const [field, prefix] of SORTED_PREFIXES) {
+    const value = record[field];
+    if (typeof value === "string" && !value.isWellFormed()) return false;
+    const json = JSON.stringify(value) as string | undefined;
+    if (json === undefined || !text.startsWith(prefix, at) || !text.startsWith(json, at + prefix.length)) return false;
+    at += prefix.length + json.length;
+  }
+  return at === text.length - 1 && text.endsWith("}");
+}

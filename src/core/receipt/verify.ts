@@ -201,7 +201,8 @@ export class ChainVerifier {
   private readonly last = new Map<string, { seq: number; sha256: string }>();
   readonly failures: ChainFailure[] = [];
 
-  add(index: number, signed: Receipt | null, payloadSha256: string | null): void {
+  /** `signed`: the receipt as signed, or just the fields its chain follows. */
+  add(index: number, signed: Pick<Receipt, "key_id" | "seq" | "prev_sha256"> | null, payloadSha256: string | null): void {
     if (signed === null || payloadSha256 === null) return;
     const key = signed.key_id;
     const prev = this.last.get(key);
