@@ -6,7 +6,6 @@ import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { chmodSync, mkdirSync } from "node:fs";
 import { join } from "node:path";
 import { SqliteDeskLedger } from "../../src/adapters/sqlite/desk/ledger.ts";
-import type { Envelope } from "../../src/core/receipt/index.ts";
 import { BINARY, runBinary, testEnv } from "../helpers/binary.ts";
 import { fillReceipts } from "../helpers/receipt-ledger.ts";
 import { tempDir } from "../helpers/tmp.ts";
@@ -85,16 +84,15 @@ describe("desk check, the compiled binary", () => {
     const db = join(data, "desk.db");
     const ledger = new SqliteDeskLedger(db);
     const raw = ledger.testOnlyDatabase();
-    const rows = raw.query("SELECT id, key_id, seq, envelope FROM receipts ORDER BY key_id, seq LIMIT 2 OFFSET 10000").all() as {
+    const rows = raw.query("SELECT id, key_id, seq FROM receipts ORDER BY key_id, seq LIMIT 2 OFFSET 10000").all() as {
       id: string;
       key_id: string;
       seq: number;
-      envelope: string;
     }[];
     const [victim, other] = rows as [(typeof rows)[0], (typeof rows)[0]];
-    const forged = { ...(JSON.parse(victim.envelope) as Envelope), signature: (JSON.parse(other.envelope) as Envelope).signature };
     raw.run("DROP TRIGGER receipts_no_update");
-    raw.query("UPDATE receipts SET envelope = ? WHERE id = ?").run(JSON.stringify(forged), victim.id);
+    // Another receipt's signature over this one's payload.
+    raw.query("UPDATE receipts SET signature = (SELECT signature FROM receipts WHERE id = ?) WHERE id = ?").run(other.id, victim.id);
     await ledger.close();
     const r = await runBinary(["desk", "check", "--data", data], { cwd: elsewhere.path, env: QUIET });
     expect(r.code).toBe(1);

@@ -24,6 +24,11 @@ type Opened = {
   ledger: DeskLedger;
   /** Raw SQL on the ledger's own database, past its append-only triggers. */
   exec(statement: string): Promise<Record<string, unknown>[]>;
+  /** SQL for a binary column read as hex, and for a hex literal written as bytes. */
+  hex(column: string): string;
+  unhex(hex: string): string;
+  /** The payload's SHA-256 is a column of its own (SQLite), not read out of the payload (PostgreSQL). */
+  storesHash: boolean;
   close(): Promise<void>;
 };
 
@@ -45,16 +50,21 @@ function describeThreadedCheck(backend: string, open: () => Promise<Opened>) {
           checked: RECEIPTS,
           complete: true,
         });
-        const [row] = await o.exec(`SELECT id, key_id, seq, envelope, sha256, tool FROM receipts ORDER BY key_id, seq LIMIT 1 OFFSET ${MIDDLE}`);
+        const hashColumn = o.storesHash ? `, ${o.hex("sha256")} AS sha256` : "";
+        const [row] = await o.exec(
+          `SELECT id, key_id, seq, payload, issued_at, ${o.hex("signature")} AS signature${hashColumn} FROM receipts ORDER BY key_id, seq LIMIT 1 OFFSET ${MIDDLE}`,
+        );
         const id = String(row!.id);
         const keyId = String(row!.key_id);
         const seq = Number(row!.seq);
-        const envelope = String(row!.envelope);
-        const sha256 = String(row!.sha256);
         expect(seq).toBeGreaterThan(1);
         const where = `receipt ${id} (key ${keyId} seq ${seq})`;
         const setRow = (assignments: string) => o.exec(`UPDATE receipts SET ${assignments} WHERE id = ${lit(id)}`);
-        const restore = () => setRow(`envelope = ${lit(envelope)}, sha256 = ${lit(sha256)}, tool = ${lit(String(row!.tool))}`);
+        const stored = (payload: string, signatureHex: string, sha256Hex: string) =>
+          `payload = ${lit(payload)}, signature = ${o.unhex(signatureHex)}${o.storesHash ? `, sha256 = ${o.unhex(sha256Hex)}` : ""}`;
+        const restore = () =>
+          setRow(`${stored(String(row!.payload), String(row!.signature), String(row!.sha256 ?? ""))}, issued_at = ${Number(row!.issued_at)}, envelope = NULL`);
+        const envelope = (await o.ledger.records.receipt(id))!.envelope;
         const bothWays = async (): Promise<CheckReport> => {
           const report = await threaded(o.ledger);
           // The same report as one page at a time on this thread.
@@ -63,28 +73,27 @@ function describeThreadedCheck(backend: string, open: () => Promise<Opened>) {
         };
 
         // A forged signature: another receipt's signature over this payload.
-        const [other] = await o.exec(`SELECT envelope FROM receipts ORDER BY key_id, seq LIMIT 1 OFFSET ${MIDDLE + 1}`);
-        const forged = { ...(JSON.parse(envelope) as Envelope), signature: (JSON.parse(String(other!.envelope)) as Envelope).signature };
-        await setRow(`envelope = ${lit(JSON.stringify(forged))}`);
+        const [other] = await o.exec(`SELECT id FROM receipts ORDER BY key_id, seq LIMIT 1 OFFSET ${MIDDLE + 1}`);
+        await setRow(`signature = (SELECT signature FROM receipts WHERE id = ${lit(String(other!.id))})`);
         expect((await bothWays()).problems).toEqual([`${where}: signature does not verify under kid ${filled.signer.kid}`]);
         await restore();
 
-        // The readable copy says one more millicent than was signed.
+        // The readable copy (a converted row's own envelope text) says one more millicent than was signed.
         const readable = JSON.parse(envelope) as Envelope;
         const changed = { ...readable, receipt: { ...readable.receipt, amount_mc: readable.receipt.amount_mc + 1 } };
         await setRow(`envelope = ${lit(JSON.stringify(changed))}`);
         expect((await bothWays()).problems).toEqual([`${where}: readable_copy differs from signed payload at amount_mc`]);
         await restore();
 
-        // The row's column differs from the signed receipt.
-        await setRow("tool = 'fx__other'");
+        // The row's own column differs from the signed receipt.
+        await setRow("issued_at = issued_at + 1");
         expect((await bothWays()).problems).toEqual([`receipt ${id}: the ledger row differs from the signed receipt`]);
         await restore();
 
         // A receipt signed for real, with a prev_sha256 that is not its predecessor's: the chain
         // breaks there, and again at the next receipt (which chained to the receipt it replaced).
         const relinked = resigned(filled, readable, { prev_sha256: "0".repeat(64) });
-        await setRow(`envelope = ${lit(relinked.envelope)}, sha256 = ${lit(relinked.sha256)}`);
+        await setRow(stored(relinked.payload, relinked.signatureHex, relinked.sha256));
         expect((await bothWays()).problems).toEqual([
           `chain of key ${keyId}: prev_sha256 differs from the hash of seq ${seq - 1}`,
           `chain of key ${keyId}: prev_sha256 differs from the hash of seq ${seq}`,
@@ -131,11 +140,12 @@ function describeThreadedCheck(backend: string, open: () => Promise<Opened>) {
   });
 }
 
-/** The receipt's fields changed by `patch` and signed again by the desk's key: the envelope text and its payload's SHA-256. */
-function resigned(filled: FilledLedger, envelope: Envelope, patch: Partial<ReceiptFields>): { envelope: string; sha256: string } {
+/** The receipt's fields changed by `patch` and signed again by the desk's key: what a ledger stores of it. */
+function resigned(filled: FilledLedger, envelope: Envelope, patch: Partial<ReceiptFields>): { payload: string; signatureHex: string; sha256: string } {
   const { v: _v, kid: _kid, ...fields } = envelope.receipt as unknown as Record<string, unknown>;
   const signed = filled.signer.sign({ ...(fields as ReceiptFields), ...patch });
-  return { envelope: JSON.stringify(signed), sha256: sha256Hex(Buffer.from(signed.payload, "base64url")) };
+  const payload = Buffer.from(signed.payload, "base64url").toString("utf8");
+  return { payload, signatureHex: Buffer.from(signed.signature, "base64url").toString("hex"), sha256: sha256Hex(payload) };
 }
 
 describeThreadedCheck("SQLite", async () => {
@@ -147,6 +157,9 @@ describeThreadedCheck("SQLite", async () => {
   return {
     ledger,
     exec: async (statement) => db.query(statement).all() as Record<string, unknown>[],
+    hex: (column) => `hex(${column})`,
+    unhex: (hex) => `X'${hex}'`,
+    storesHash: true,
     async close() {
       await ledger.close();
       tmp[Symbol.dispose]();
@@ -160,7 +173,14 @@ describeThreadedCheck("PostgreSQL", async () => {
   const ledger = await PostgresDeskLedger.open(parseDatabaseUrl(url), { nodeId: "node-a", pool: { max: 8 } });
   const sql = ledger.testOnlySql();
   await sql.unsafe("ALTER TABLE receipts DISABLE TRIGGER receipts_append_only");
-  return { ledger, exec: async (statement) => (await sql.unsafe(statement)) as Record<string, unknown>[], close: () => ledger.close() };
+  return {
+    ledger,
+    exec: async (statement) => (await sql.unsafe(statement)) as Record<string, unknown>[],
+    hex: (column) => `encode(${column}, 'hex')`,
+    unhex: (hex) => `decode('${hex}', 'hex')`,
+    storesHash: false,
+    close: () => ledger.close(),
+  };
 });
 
 describe("the threaded receipt checker", () => {
