@@ -65,6 +65,18 @@ beforeAll(() => {
           // Closes after a priming event; the answer comes on the resumed stream.
           resumable.set(`r-${id}`, () => `retry: 10\n\n${event(reply(ok("resumed")))}`);
           return sse(`id: r-${id}\nretry: 10\ndata: \n\n`);
+        case "sse-open": {
+          // The answer, then a stream the server keeps open: the desk must not wait for its end.
+          const answer = new TextEncoder().encode(event(reply(ok("open stream"))));
+          return new Response(
+            new ReadableStream({
+              start(c) {
+                c.enqueue(answer);
+              },
+            }),
+            { headers: { "content-type": "text/event-stream" } },
+          );
+        }
         case "sse-long-retry":
           return sse(`id: late-${id}\nretry: 600000\ndata: \n\n`);
         case "sse-no-id":
@@ -118,6 +130,18 @@ describe("one tools/call on the SDK's session", () => {
     expect(await c.call("sse-noise", {})).toEqual({ kind: "ok", result: ok("after the noise") });
     await c.close();
   });
+
+  test("a stream the server keeps open after the answer gives its exchange slot back at once", async () => {
+    const c = client(3_000);
+    // More calls than an upstream has slots (128): a slot held until the deadline would make the
+    // calls past the 128th wait for one.
+    for (let i = 0; i < 140; i++) {
+      const started = performance.now();
+      expect(await c.call("sse-open", {})).toEqual({ kind: "ok", result: ok("open stream") });
+      expect(performance.now() - started).toBeLessThan(1_000);
+    }
+    await c.close();
+  }, 30_000);
 
   test("a stream closed before the answer is resumed from its last event id, with the session's headers", async () => {
     const c = client();

@@ -60,7 +60,9 @@ export function boundedFetch(bounds: FetchBounds): Fetch {
               stream.enqueue(chunk);
             },
             flush: finish,
-          }),
+            // The reader took what it needed and cancelled (a stream the server keeps open after its answer): the slot is back now.
+            cancel: finish,
+          } as Transformer<Uint8Array, Uint8Array>),
         );
         return new Response(body, { status: res.status, statusText: res.statusText, headers: res.headers });
       }
