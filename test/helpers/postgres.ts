@@ -9,7 +9,7 @@
 // its stop() waits forever. The binaries are all it is needed for.
 import { afterAll, beforeAll } from "bun:test";
 import { SQL } from "bun";
-import { accessSync, chmodSync, chownSync, constants, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { accessSync, chmodSync, chownSync, closeSync, constants, mkdtempSync, openSync, readFileSync, readSync, rmSync, writeFileSync } from "node:fs";
 import { createServer } from "node:net";
 import { arch, platform, tmpdir } from "node:os";
 import { join } from "node:path";
@@ -67,12 +67,40 @@ class ServerLog {
   private text = "";
   private watchers: { re: RegExp; resolve: () => void }[] = [];
   readonly listeners = new Set<(chunk: string) => void>();
+  private poll: ReturnType<typeof setInterval> | null = null;
 
-  constructor(stream: ReadableStream<Uint8Array>) {
+  /** Reads the server's stderr from a pipe, or (`file`) from the file it writes to, as it grows. */
+  constructor(source: ReadableStream<Uint8Array> | { file: string }) {
+    const decoder = new TextDecoder();
+    if ("file" in source) {
+      // A server that logs every statement writes more than a pipe holds while this process is
+      // busy: a full pipe blocks the server's every process. A file never fills.
+      const fd = openSync(source.file, "r");
+      const buffer = new Uint8Array(1 << 16);
+      const drain = () => {
+        for (let n = readSync(fd, buffer); n > 0; n = readSync(fd, buffer)) this.append(decoder.decode(buffer.subarray(0, n), { stream: true }));
+      };
+      this.poll = setInterval(drain, 5);
+      this.drainNow = drain;
+      this.closeFile = () => closeSync(fd);
+      return;
+    }
     void (async () => {
-      const decoder = new TextDecoder();
-      for await (const chunk of stream as unknown as AsyncIterable<Uint8Array>) this.append(decoder.decode(chunk, { stream: true }));
+      for await (const chunk of source as unknown as AsyncIterable<Uint8Array>) this.append(decoder.decode(chunk, { stream: true }));
     })();
+  }
+
+  /** Reads what the file holds now (a pipe is read as it comes). */
+  drainNow: () => void = () => {};
+  private closeFile: () => void = () => {};
+
+  /** Stops reading the file. */
+  close(): void {
+    if (this.poll === null) return;
+    clearInterval(this.poll);
+    this.poll = null;
+    this.drainNow();
+    this.closeFile();
   }
 
   private append(chunk: string): void {
@@ -108,6 +136,8 @@ export type PostgresServerOptions = {
   firstPort?: number;
   /** More server settings (`-c name=value`), e.g. log_statement for a test that reads what was sent. */
   settings?: Record<string, string>;
+  /** The server's stderr goes to a file in its root (read as it grows) rather than a pipe: for a server that logs much. */
+  logToFile?: boolean;
 };
 
 /** How a running server is stopped: `fast` (SIGINT) ends sessions cleanly; `immediate` (SIGQUIT) is a crash, recovered at the next start. */
@@ -183,13 +213,13 @@ export class PostgresServer {
     this.own(path, 0o600);
   }
 
-  private spawnAsServer(cmd: string[]) {
+  private spawnAsServer(cmd: string[], stderrFile: string | null = null) {
     return Bun.spawn(cmd, {
       // C messages: the readiness line is matched in English.
       env: { PATH: process.env.PATH ?? "/usr/bin:/bin", LC_ALL: "C", LANG: "C", TZ: "Etc/UTC" },
       stdin: "ignore",
       stdout: "pipe",
-      stderr: "pipe",
+      stderr: stderrFile === null ? "pipe" : Bun.file(stderrFile),
       ...(this.runAs ?? {}),
     });
   }
@@ -210,7 +240,7 @@ export class PostgresServer {
       "--no-sync",
       "--no-instructions",
     ]);
-    const [code, out, err] = await Promise.all([proc.exited, new Response(proc.stdout).text(), new Response(proc.stderr).text()]);
+    const [code, out, err] = await Promise.all([proc.exited, new Response(proc.stdout).text(), new Response(proc.stderr as ReadableStream<Uint8Array>).text()]);
     rmSync(pwfile, { force: true });
     if (code !== 0) {
       // The package ships its libraries' symlinks as a list its install script restores.
@@ -256,8 +286,11 @@ export class PostgresServer {
     const keepPort = this.port !== 0;
     for (let attempt = 1; ; attempt++) {
       const port = keepPort ? this.port : attempt === 1 && this.options.firstPort !== undefined ? this.options.firstPort : await freePort();
-      const proc = this.spawnAsServer([postgres, "-D", join(this.root, "data"), ...this.settings(port)]);
-      const log = new ServerLog(proc.stderr as ReadableStream<Uint8Array>);
+      const logFile = this.options.logToFile ? join(this.root, `server-${port}-${attempt}.log`) : null;
+      if (logFile !== null) writeFileSync(logFile, "");
+      const proc = this.spawnAsServer([postgres, "-D", join(this.root, "data"), ...this.settings(port)], logFile);
+      const log = new ServerLog(logFile === null ? (proc.stderr as ReadableStream<Uint8Array>) : { file: logFile });
+      proc.exited.then(() => log.close());
       new Response(proc.stdout).text().catch(() => {});
       const ready = await Promise.race([log.until(/database system is ready to accept connections/).then(() => true), proc.exited.then(() => false)]);
       if (ready) {
@@ -334,6 +367,11 @@ export class PostgresServer {
   }
 
   /** Hands `listen` every piece of the server's log from now on, until the returned stop is called. */
+  /** Hands the listeners what a file-backed log holds now (a piped one is read as it comes). */
+  flushLog(): void {
+    this.log?.drainNow();
+  }
+
   watchLog(listen: (chunk: string) => void): () => void {
     const log = this.log;
     if (log === null) throw new Error("the server is not running");
