@@ -12,7 +12,7 @@
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
-import { quantile } from "./lib/measure.ts";
+import { firstLine, quantile } from "./lib/measure.ts";
 
 const root = resolve(import.meta.dir, "../..");
 const BINARY = join(root, "dist/ask-only");
@@ -20,23 +20,6 @@ const ASKS = Math.min(50, Number(process.argv[process.argv.indexOf("--asks") + 1
 const BASELINE_CALLS = Number(process.argv[process.argv.indexOf("--baseline") + 1]) || 300;
 const TOKEN = "bench-admin-token-0123456789abcdefghijklmnopqrstuvwxyz";
 const env = { PATH: process.env.PATH ?? "/usr/bin:/bin", NO_COLOR: "1", TZ: "Etc/UTC", TERM: "xterm-256color" };
-
-async function firstMatch(stream: ReadableStream<Uint8Array>, re: RegExp): Promise<string> {
-  const reader = stream.getReader();
-  const decoder = new TextDecoder();
-  let text = "";
-  for (;;) {
-    const { value, done } = await reader.read();
-    if (done) throw new Error(`no ${re} in: ${text}`);
-    text += decoder.decode(value, { stream: true });
-    const m = re.exec(text);
-    if (m) {
-      reader.releaseLock();
-      stream.pipeTo(new WritableStream()).catch(() => {});
-      return m[1]!;
-    }
-  }
-}
 
 const tmp = mkdtempSync(join(tmpdir(), "desk-approval-bench-"));
 const run = (args: string[]) => {
@@ -87,7 +70,7 @@ await waitFor(/type "help" for the console commands/);
 writeFileSync(join(tmp, "approver-keys.json"), run(["approver", "--print-decision-keys", "--db", db]));
 
 const upstream = Bun.spawn([process.execPath, join(root, "test/fixtures/upstream-server.ts")], { stdout: "pipe", stderr: "inherit" });
-const upstreamUrl = await firstMatch(upstream.stdout as ReadableStream<Uint8Array>, /(http:\/\/\S+)\n/);
+const upstreamUrl = await firstLine(upstream.stdout as ReadableStream<Uint8Array>, /(http:\/\/\S+)\n/);
 const desk = Bun.spawn(
   [
     BINARY,
@@ -98,7 +81,7 @@ const desk = Bun.spawn(
   ],
   { env: { ...env, ASK_ONLY_DESK_ADMIN_TOKEN: TOKEN }, stdout: "ignore", stderr: "pipe" },
 );
-const deskUrl = await firstMatch(desk.stderr as ReadableStream<Uint8Array>, /desk listening on (http:\/\/\S+)\n/);
+const deskUrl = await firstLine(desk.stderr as ReadableStream<Uint8Array>, /desk listening on (http:\/\/\S+)\n/);
 
 const admin = async (method: string, path: string, body: unknown) => {
   const r = await fetch(`${deskUrl}${path}`, {

@@ -8,28 +8,11 @@ import { mkdtempSync, rmSync } from "node:fs";
 import { cpus, loadavg, tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { REST_DOCUMENT } from "../../test/fixtures/rest-server.ts";
-import { quantile } from "./lib/measure.ts";
+import { firstLine, quantile } from "./lib/measure.ts";
 
 const root = resolve(import.meta.dir, "../..");
 const CALLS = Number(process.argv[process.argv.indexOf("--calls") + 1]) || 2000;
 const TOKEN = "bench-admin-token-0123456789abcdefghijklmnopqrstuvwxyz";
-
-async function firstMatch(stream: ReadableStream<Uint8Array>, re: RegExp): Promise<string> {
-  const reader = stream.getReader();
-  const decoder = new TextDecoder();
-  let text = "";
-  for (;;) {
-    const { value, done } = await reader.read();
-    if (done) throw new Error(`no ${re} in: ${text}`);
-    text += decoder.decode(value, { stream: true });
-    const m = re.exec(text);
-    if (m) {
-      reader.releaseLock();
-      stream.pipeTo(new WritableStream()).catch(() => {});
-      return m[1]!;
-    }
-  }
-}
 
 async function sequential(call: () => Promise<void>): Promise<{ p50: number; p99: number }> {
   for (let i = 0; i < 200; i++) await call();
@@ -44,7 +27,7 @@ async function sequential(call: () => Promise<void>): Promise<{ p50: number; p99
 }
 
 const fixture = Bun.spawn([process.execPath, join(root, "scripts/bench/rest-fixture-process.ts")], { stdout: "pipe", stderr: "inherit" });
-const fixtureUrl = await firstMatch(fixture.stdout as ReadableStream<Uint8Array>, /(http:\/\/\S+)\n/);
+const fixtureUrl = await firstLine(fixture.stdout as ReadableStream<Uint8Array>, /(http:\/\/\S+)\n/);
 const data = mkdtempSync(join(tmpdir(), "desk-rest-bench-"));
 const desk = Bun.spawn([join(root, "dist/ask-only"), "desk", "--listen", "127.0.0.1:0", "--data", join(data, "d")], {
   env: { PATH: process.env.PATH ?? "/usr/bin:/bin", ASK_ONLY_DESK_ADMIN_TOKEN: TOKEN, NO_COLOR: "1", TZ: "Etc/UTC" },
@@ -52,7 +35,7 @@ const desk = Bun.spawn([join(root, "dist/ask-only"), "desk", "--listen", "127.0.
   stderr: "pipe",
 });
 try {
-  const deskUrl = await firstMatch(desk.stderr as ReadableStream<Uint8Array>, /desk listening on (http:\/\/\S+)\n/);
+  const deskUrl = await firstLine(desk.stderr as ReadableStream<Uint8Array>, /desk listening on (http:\/\/\S+)\n/);
   const admin = async (method: string, path: string, body: unknown) => {
     const r = await fetch(`${deskUrl}${path}`, {
       method,
