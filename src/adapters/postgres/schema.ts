@@ -12,6 +12,8 @@
 // database's locale. JSON the desk passes on unchanged (a tool's input schema and listing) is
 // text, because jsonb would reorder its keys.
 import type { SQL } from "bun";
+import { rowMatches } from "../../core/desk/check-receipt.ts";
+import type { ReceiptOutcome } from "../../core/desk/outcomes.ts";
 import { envelopeText, readableReceipt, sha256Hex, signedOf } from "../../core/receipt/index.ts";
 import { SCHEMA } from "./connection.ts";
 
@@ -414,18 +416,23 @@ async function convertReceipts(tx: SQL): Promise<void> {
       const signed = signedOf(JSON.parse(r.envelope) as { payload: string; signature: string });
       const receipt = readableReceipt(signed.payload);
       const same =
-        receipt.id === r.id &&
-        receipt.org_id === r.org_id &&
-        receipt.key_id === r.key_id &&
-        BigInt(receipt.seq) === BigInt(r.seq) &&
-        BigInt(Date.parse(receipt.issued_at)) === BigInt(r.issued_at) &&
-        receipt.tool === r.tool &&
-        receipt.outcome === r.outcome &&
-        receipt.period === r.period &&
-        BigInt(receipt.amount_mc) === BigInt(r.amount_mc) &&
-        receipt.kid === r.kid &&
-        sha256Hex(signed.payload) === r.sha256 &&
-        signed.signature.length === 64;
+        rowMatches(
+          {
+            id: r.id,
+            orgId: r.org_id,
+            keyId: r.key_id,
+            seq: Number(r.seq),
+            issuedAt: Number(r.issued_at),
+            tool: r.tool,
+            outcome: r.outcome as ReceiptOutcome,
+            period: r.period,
+            amountMc: Number(r.amount_mc),
+            kid: r.kid,
+            sha256: r.sha256,
+          },
+          receipt,
+          sha256Hex(signed.payload),
+        ) && signed.signature.length === 64;
       if (!same) throw new Error(`receipt ${JSON.stringify(r.id)} differs from what was signed: run desk check with the version that wrote it`);
       const derived = envelopeText(signed, receipt);
       ns.push(String(r.n));

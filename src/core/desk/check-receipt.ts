@@ -36,7 +36,8 @@ export function checkReceipt(row: ReceiptRecord, keys: ReceiptKeys): CheckedRece
   return { link, problems };
 }
 
-function rowMatches(row: ReceiptRecord, s: Receipt, payloadSha256: string | null): boolean {
+/** Whether every column of a receipt row is what was signed (desk check, and a migration converting old rows). */
+export function rowMatches(row: Omit<ReceiptRecord, "envelope">, s: Receipt, payloadSha256: string | null): boolean {
   return (
     s.id === row.id &&
     s.org_id === row.orgId &&

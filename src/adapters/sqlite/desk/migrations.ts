@@ -1,6 +1,8 @@
 // The desk ledger's schema, as versioned migrations (PRAGMA user_version). Never edit a migration
 // that has shipped: append a new one. The tests open ledgers through these same migrations.
 import type { Database } from "bun:sqlite";
+import { rowMatches } from "../../../core/desk/check-receipt.ts";
+import type { ReceiptOutcome } from "../../../core/desk/outcomes.ts";
 import { envelopeText, readableReceipt, sha256Hex, signedOf } from "../../../core/receipt/index.ts";
 import { type Migration, LedgerOpenError } from "../database.ts";
 
@@ -386,18 +388,23 @@ function convertReceipts(db: Database): void {
       const signed = signedOf(JSON.parse(r.envelope) as { payload: string; signature: string });
       const receipt = readableReceipt(signed.payload);
       const same =
-        receipt.id === r.id &&
-        receipt.org_id === r.org_id &&
-        receipt.key_id === r.key_id &&
-        receipt.seq === r.seq &&
-        receipt.tool === r.tool &&
-        receipt.outcome === r.outcome &&
-        receipt.period === r.period &&
-        receipt.amount_mc === r.amount_mc &&
-        receipt.kid === r.kid &&
-        Date.parse(receipt.issued_at) === r.issued_at &&
-        sha256Hex(signed.payload) === r.sha256 &&
-        signed.signature.length === 64;
+        rowMatches(
+          {
+            id: r.id,
+            orgId: r.org_id,
+            keyId: r.key_id,
+            seq: r.seq,
+            issuedAt: r.issued_at,
+            tool: r.tool,
+            outcome: r.outcome as ReceiptOutcome,
+            period: r.period,
+            amountMc: r.amount_mc,
+            kid: r.kid,
+            sha256: r.sha256,
+          },
+          receipt,
+          sha256Hex(signed.payload),
+        ) && signed.signature.length === 64;
       if (!same) throw new LedgerOpenError(`receipt ${JSON.stringify(r.id)} differs from what was signed: run desk check with the version that wrote it`);
       const derived = envelopeText(signed);
       insert.run(r.rowid, signed.payload, signed.signature, Buffer.from(r.sha256, "hex"), r.issued_at, derived === r.envelope ? null : r.envelope);
