@@ -27,6 +27,11 @@ import type { GroupCommit } from "./group-commit.ts";
 import { orgPeriodAt, orgPeriods, orgSpentAt } from "./org-sql.ts";
 import { type KeyRow, type ReceiptRow, type ReservationRow, receiptOf } from "./rows.ts";
 
+/** What a settlement reads back of its reservation. */
+const SETTLED_COLUMNS = "id, key_id, org_id, tool, period, price_mc, upstream_cost_mc, params_sha256, created_at, approval, org_period";
+/** What a settlement reads back of its key: its room, its period rule and its alert thresholds. */
+const ROOM_COLUMNS = "id, org_id, budget_mc, spent_mc, reset, period, alert_thresholds";
+
 /** The key row's remaining budget in `period`, as `spentIn` reads it. */
 const remainingIn = (key: KeyRow, period: string) => key.budget_mc - spentIn({ period: key.period, spentMc: key.spent_mc }, period);
 
@@ -286,7 +291,7 @@ export class SqliteMoney implements MoneyLedger {
       const db = this.sql.db;
       const receiptId = newId("rcpt");
       const res = db
-        .query("UPDATE reservations SET state = 'settled', outcome = ?, receipt_id = ? WHERE id = ? AND state = 'open' RETURNING *")
+        .query(`UPDATE reservations SET state = 'settled', outcome = ?, receipt_id = ? WHERE id = ? AND state = 'open' RETURNING ${SETTLED_COLUMNS}`)
         .get(outcome, receiptId, reservationId) as ReservationRow | null;
       if (res === null) {
         const prior = db.query("SELECT * FROM reservations WHERE id = ?").get(reservationId) as ReservationRow | null;
@@ -308,11 +313,11 @@ export class SqliteMoney implements MoneyLedger {
           ? db
               .query(
                 `UPDATE keys SET fail_count = CASE WHEN fail_hour = :hour AND fail_count > 0 THEN fail_count - 1 ELSE fail_count END
-                 WHERE id = :id RETURNING *`,
+                 WHERE id = :id RETURNING ${ROOM_COLUMNS}`,
               )
               .get({ id: res.key_id, hour: hourOf(res.created_at) })
           : db
-              .query("UPDATE keys SET spent_mc = CASE WHEN period = :period THEN spent_mc - :price ELSE spent_mc END WHERE id = :id RETURNING *")
+              .query(`UPDATE keys SET spent_mc = CASE WHEN period = :period THEN spent_mc - :price ELSE spent_mc END WHERE id = :id RETURNING ${ROOM_COLUMNS}`)
               .get({ id: res.key_id, period: res.period, price: res.price_mc })
       ) as KeyRow;
       if (!charged) {
