@@ -24,7 +24,8 @@ export class ExportThreads {
 
   /** The export up to rowid `last`, a chunk per pull; the thread ends with the iteration, however it ends. */
   async *chunks(filter: ExportFilter, last: number): AsyncGenerator<Uint8Array> {
-    const worker = new Worker(workerUrl("receiptExport"));
+    // smol: a heap that collects more eagerly, since the thread's garbage is what it just sent
+    const worker = new Worker(workerUrl("receiptExport"), { smol: true });
     let waiting: { resolve: (m: FromExportThread) => void; reject: (err: Error) => void } | null = null;
     let failed: Error | null = null;
     const fail = (err: Error) => {
