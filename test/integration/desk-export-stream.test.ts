@@ -4,6 +4,7 @@
 // export however it ends; and each chunk reaches the stream on a turn of the event loop of its
 // own, so a fast reader never holds the desk's other requests.
 import { afterAll, beforeAll, expect, test } from "bun:test";
+import { chunksOfPages, EXPORT_PAGE } from "../../src/core/desk/receipts.ts";
 import { startUpstreamFixture, type UpstreamFixture } from "../fixtures/upstream-server.ts";
 import { makeDeskOnFixture } from "./desk-harness.ts";
 
@@ -56,14 +57,17 @@ test("the export is read a chunk per pull on its own thread, each on its own tur
   };
   try {
     const asked = threads.testOnlyChunksAsked;
+    const answers = threads.testOnlyAnswers;
     const answer = await t.admin("GET", "/admin/receipts");
     expect(answer.status).toBe(200);
     const reader = answer.body!.getReader();
     const first = await reader.read();
     expect(first.done).toBe(false);
     // A stopped reader: the thread was asked for the chunk it got and the one read ahead, no more.
-    const paused = loop.now();
-    while (loop.now() < paused + 20) await new Promise((resolve) => setImmediate(resolve));
+    // Once the one ahead is in, a stream that read further would have asked again in a few
+    // milliseconds (one message each way): 200 ms show that nothing more is read.
+    while (threads.testOnlyAnswers - answers < 2) await Bun.sleep(1);
+    await Bun.sleep(200);
     expect(threads.testOnlyChunksAsked - asked).toBe(2);
     expect(threads.testOnlyRunning()).toBe(1);
     let lines = linesIn(first.value!);
@@ -79,8 +83,6 @@ test("the export is read a chunk per pull on its own thread, each on its own tur
     // asked for each chunk and for the end of the export, which ends its thread
     expect(threads.testOnlyChunksAsked - asked).toBe(chunks + 1);
     expect(threads.testOnlyRunning()).toBe(0);
-    // A reader that takes each chunk at once: its pulls chain in microtasks unless each waits
-    // for the next turn, and the calls that came meanwhile would wait for the whole export.
     expect(new Set(chunkTurns).size).toBe(chunkTurns.length);
 
     // A reader that gives up part-way ends the thread; so does the ledger closing under one.
@@ -89,6 +91,20 @@ test("the export is read a chunk per pull on its own thread, each on its own tur
     expect(threads.testOnlyRunning()).toBe(1);
     await cancelled.cancel();
     expect(threads.testOnlyRunning()).toBe(0);
+
+    // A ledger that reads on the desk's thread (PostgreSQL, SQLite in memory): a reader that takes
+    // each chunk at once chains its pulls in microtasks unless each waits for the next turn, and
+    // the calls that came meanwhile would wait for the whole export.
+    chunkTurns.length = 0;
+    records.exportChunks = async function* (filter) {
+      for await (const chunk of chunksOfPages(records.receiptPages(filter, EXPORT_PAGE))) {
+        chunkTurns.push(loop.now());
+        yield chunk;
+      }
+    };
+    expect(linesIn(new Uint8Array(await (await t.admin("GET", "/admin/receipts")).arrayBuffer()))).toBe(sent);
+    expect(chunkTurns.length).toBe(Math.ceil(sent / EXPORT_PAGE));
+    expect(new Set(chunkTurns).size).toBe(chunkTurns.length);
   } finally {
     loop.stop();
     records.exportChunks = original;

@@ -17,8 +17,9 @@ export type ExportSource = { path: string; identity: FileIdentity; busyTimeoutMs
 export class ExportThreads {
   /** Each running thread, and how to fail the export it serves. */
   private readonly running = new Map<Worker, (err: Error) => void>();
-  /** Chunks the threads have been asked for, in all (tests of the back-pressure). */
+  /** Chunks the threads have been asked for, and answers they gave, in all (tests of the back-pressure). */
   testOnlyChunksAsked = 0;
+  testOnlyAnswers = 0;
 
   constructor(private readonly source: ExportSource) {}
 
@@ -35,6 +36,7 @@ export class ExportThreads {
     };
     this.running.set(worker, fail);
     worker.addEventListener("message", (e: MessageEvent<FromExportThread>) => {
+      this.testOnlyAnswers++;
       const w = waiting;
       waiting = null;
       w?.resolve(e.data);
