@@ -257,7 +257,7 @@ export interface RecordStore {
   /**
    * The same receipts as the export's bytes: NDJSON, each receipt's envelope text and "\n", in
    * chunks of whole lines, each read only when the one before was taken (at most one read ahead).
-   * Ends with the receipts stored when it was asked for.
+   * Ends with the receipts stored when it began (when it was asked for, or at its first chunk).
    */
   exportChunks(filter: { orgId: string | null; sinceMs: number | null }): AsyncIterable<Uint8Array>;
   audit(filter: AuditFilter): Promise<AuditEntry[]>;
