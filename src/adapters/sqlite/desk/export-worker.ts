@@ -13,7 +13,12 @@ let chunks: Generator<Uint8Array> | null = null;
 let db: Database | null = null;
 /** Why the export could not start: the answer to every pull after it. */
 let refused: string | null = null;
-/** Chunks between two collections on this thread: its garbage is the envelopes just sent. */
+/**
+ * Chunks between two full collections on this thread: its garbage is the envelopes just sent,
+ * which left to the collector's pace grew the desk's RSS by +42 MB over an export of 200k
+ * receipts alone (+34 MB so, +8 MB of it the thread itself; the export 18 % slower, off the
+ * desk's thread).
+ */
 const EXPORT_GC_EVERY = 16;
 let sent = 0;
 /**
@@ -54,7 +59,7 @@ self.onmessage = (e: MessageEvent<ToExportThread>) => {
       return;
     }
     answer({ op: "chunk", bytes: next.value }, [next.value.buffer as ArrayBuffer]);
-    if (++sent % EXPORT_GC_EVERY === 0) Bun.gc(false);
+    if (++sent % EXPORT_GC_EVERY === 0) Bun.gc(true);
   } catch (err) {
     answer({ op: "error", error: reason(err) });
   }
