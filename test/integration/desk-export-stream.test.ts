@@ -4,8 +4,12 @@
 // export however it ends; and each chunk reaches the stream on a turn of the event loop of its
 // own, so a fast reader never holds the desk's other requests.
 import { afterAll, beforeAll, expect, test } from "bun:test";
+import { renameSync } from "node:fs";
+import { join } from "node:path";
+import { SqliteDeskLedger } from "../../src/adapters/sqlite/desk/ledger.ts";
 import { chunksOfPages, EXPORT_PAGE } from "../../src/core/desk/receipts.ts";
 import { startUpstreamFixture, type UpstreamFixture } from "../fixtures/upstream-server.ts";
+import { tempDir } from "../helpers/tmp.ts";
 import { makeDeskOnFixture } from "./desk-harness.ts";
 
 let fx: UpstreamFixture;
@@ -108,5 +112,24 @@ test("the export is read a chunk per pull on its own thread, each on its own tur
   } finally {
     loop.stop();
     records.exportChunks = original;
+  }
+});
+
+test("the export thread refuses a file put in the ledger's place since the desk opened it", async () => {
+  await using dir = tempDir("export-swap-");
+  const path = join(dir.path, "desk.db");
+  const ledger = new SqliteDeskLedger(path);
+  try {
+    const other = new SqliteDeskLedger(join(dir.path, "other.db"));
+    await other.close();
+    renameSync(path, join(dir.path, "moved.db"));
+    renameSync(join(dir.path, "other.db"), path);
+    const read = async () => {
+      for await (const _ of ledger.records.exportChunks({ orgId: null, sinceMs: null })) break;
+    };
+    await expect(read()).rejects.toThrow(/^the receipts export thread failed: .*desk\.db was replaced while it was being opened$/);
+    expect(ledger.testOnlyExportThreads()!.testOnlyRunning()).toBe(0);
+  } finally {
+    await ledger.close();
   }
 });
