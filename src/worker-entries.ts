@@ -5,6 +5,7 @@
 // never looked up in the working directory (where anyone could plant a file to run).
 export const WORKER_ENTRIES = {
   receiptCheck: "./adapters/threads/receipt-check-worker.ts",
+  receiptExport: "./adapters/sqlite/desk/export-worker.ts",
 } as const;
 
 export function workerUrl(name: keyof typeof WORKER_ENTRIES): URL {

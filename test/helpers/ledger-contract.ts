@@ -112,9 +112,56 @@ function signed(r: StoredReceipt | { envelope: string }) {
   return opened.signed!;
 }
 
+/** The export's bytes, as GET /admin/receipts sends them, joined. */
+export async function exportText(ledger: DeskLedger, filter: { orgId: string | null; sinceMs: number | null }): Promise<string> {
+  const chunks: Uint8Array[] = [];
+  for await (const chunk of ledger.records.exportChunks(filter)) chunks.push(chunk);
+  return Buffer.concat(chunks).toString("utf8");
+}
+
+/**
+ * The export's bytes: each receipt's envelope and a newline, in the pages' order, by org and time,
+ * ending with what was stored when it began. Part of ledgerContract, and run alone on a
+ * ledger that exports another way (SQLite in memory, on the calling thread).
+ */
+export function exportContract(adapter: string, open: () => Promise<LedgerUnderTest> | LedgerUnderTest): void {
+  test(
+    `ledger contract (${adapter}): the export's bytes are the envelopes in issue order, of what was stored when it began`,
+    () =>
+      onLedger(open, async (ledger) => {
+        const f = await fixture(ledger);
+        const a = await f.addKey({ orgId: "org_a" });
+        const b = await f.addKey({ orgId: "org_b" });
+        // enough receipts for several chunks of the SQLite thread's 64 KB
+        for (let i = 0; i < 150; i++) await f.settle(await f.reserved(i % 3 === 0 ? b.id : a.id, 1, T0 + i), "charged", T0 + i);
+        const lines = async (filter: { orgId: string | null; sinceMs: number | null }) =>
+          (await receiptsOf(ledger, filter)).map((r) => `${r.envelope}\n`).join("");
+        const chunks: Uint8Array[] = [];
+        for await (const chunk of ledger.records.exportChunks({ orgId: null, sinceMs: null })) {
+          chunks.push(chunk);
+          // stored while the export runs: after its start, so not in it
+          if (chunks.length === 1) await f.settle(await f.reserved(a.id, 1, T0 + 999), "charged", T0 + 999);
+        }
+        expect(chunks.length).toBeGreaterThan(1);
+        for (const chunk of chunks) expect(chunk.at(-1)).toBe(10);
+        const text = Buffer.concat(chunks).toString("utf8");
+        expect(text.split("\n")).toHaveLength(151);
+        expect(`${text}${(await receiptsOf(ledger, { orgId: null, sinceMs: T0 + 999 }))[0]!.envelope}\n`).toBe(await lines({ orgId: null, sinceMs: null }));
+        expect(await exportText(ledger, { orgId: "org_b", sinceMs: null })).toBe(await lines({ orgId: "org_b", sinceMs: null }));
+        expect((await exportText(ledger, { orgId: "org_b", sinceMs: null })).split("\n")).toHaveLength(51);
+        expect(await exportText(ledger, { orgId: "org_a", sinceMs: T0 + 140 })).toBe(await lines({ orgId: "org_a", sinceMs: T0 + 140 }));
+        expect(await exportText(ledger, { orgId: null, sinceMs: T0 + 2000 })).toBe("");
+        expect(await exportText(ledger, { orgId: "org_none", sinceMs: null })).toBe("");
+      }),
+    30_000,
+  );
+}
+
 export function ledgerContract(adapter: string, open: () => Promise<LedgerUnderTest>): void {
   const withLedger = (name: string, body: (f: Fixture) => Promise<void>, timeoutMs = 20_000) =>
     test(name, () => onLedger(open, async (ledger) => body(await fixture(ledger))), timeoutMs);
+
+  exportContract(adapter, open);
 
   describe(`ledger contract (${adapter}): orgs and keys`, () => {
     withLedger("an org and a key read back as created; a key is found by its secret only", async (f) => {

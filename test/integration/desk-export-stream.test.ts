@@ -1,9 +1,15 @@
-// The receipts export streams: a page of the ledger is read only when the client has taken the
-// one before, so a slow or stalled reader holds one page, never the whole ledger; and each page
-// on a turn of the event loop of its own, so a fast reader never holds the desk's other requests.
+// The receipts export streams: a chunk of the ledger is read only when the client has taken the
+// one before (one read ahead), so a slow or stalled reader holds two chunks, never the whole
+// ledger; on SQLite the chunks are read and encoded on a thread of their own, which ends with the
+// export however it ends; and each chunk reaches the stream on a turn of the event loop of its
+// own, so a fast reader never holds the desk's other requests.
 import { afterAll, beforeAll, expect, test } from "bun:test";
-import { EXPORT_PAGE } from "../../src/core/desk/receipts.ts";
+import { renameSync } from "node:fs";
+import { join } from "node:path";
+import { SqliteDeskLedger } from "../../src/adapters/sqlite/desk/ledger.ts";
+import { chunksOfPages, EXPORT_PAGE } from "../../src/core/desk/receipts.ts";
 import { startUpstreamFixture, type UpstreamFixture } from "../fixtures/upstream-server.ts";
+import { tempDir } from "../helpers/tmp.ts";
 import { makeDeskOnFixture } from "./desk-harness.ts";
 
 let fx: UpstreamFixture;
@@ -12,11 +18,26 @@ beforeAll(() => {
 });
 afterAll(() => fx.stop());
 
-test("the export is read a page per pull, each on its own turn of the event loop, and a reader that stops holds the rest unread", {
+/** Turns of the event loop, counted by a callback that queues itself for the next one. */
+function turns(): { now: () => number; stop: () => void } {
+  let turn = 0;
+  let ticking = true;
+  const tick = () => {
+    turn++;
+    if (ticking) setImmediate(tick);
+  };
+  tick();
+  return { now: () => turn, stop: () => (ticking = false) };
+}
+
+const linesIn = (bytes: Uint8Array) => bytes.reduce((n, b) => n + (b === 10 ? 1 : 0), 0);
+
+test("the export is read a chunk per pull on its own thread, each on its own turn of the event loop, and a reader that stops holds the rest unread", {
   timeout: 60_000,
 }, async () => {
   await using t = await makeDeskOnFixture(fx.url, { tools: ["fx__echo"], priceMc: 1, upstreamCostMc: 0 });
-  const total = 2 * EXPORT_PAGE + 5;
+  // ~1.2 KB an envelope: 180 receipts fill three chunks and part of a fourth
+  const total = 180;
   const keys = await Promise.all(Array.from({ length: 10 }, () => t.makeKey({ budget_mc: 1_000_000, reset: "none", allow: ["fx__echo"] })));
   let sent = 0;
   await Promise.all(
@@ -27,47 +48,88 @@ test("the export is read a page per pull, each on its own turn of the event loop
       }
     }),
   );
+  const threads = t.ledger.testOnlyExportThreads()!;
   const records = t.ledger.records;
-  const original = records.receiptPages.bind(records);
-  let pagesRead = 0;
-  // Turns of the event loop, counted by a callback that queues itself for the next one.
-  let turn = 0;
-  let ticking = true;
-  const tick = () => {
-    turn++;
-    if (ticking) setImmediate(tick);
-  };
-  tick();
-  const pageTurns: number[] = [];
-  records.receiptPages = async function* (filter, pageSize) {
-    for await (const page of original(filter, pageSize)) {
-      pagesRead++;
-      pageTurns.push(turn);
-      yield page;
+  const original = records.exportChunks.bind(records);
+  const loop = turns();
+  const chunkTurns: number[] = [];
+  records.exportChunks = async function* (filter) {
+    for await (const chunk of original(filter)) {
+      chunkTurns.push(loop.now());
+      yield chunk;
     }
   };
   try {
+    const asked = threads.testOnlyChunksAsked;
+    const answers = threads.testOnlyAnswers;
     const answer = await t.admin("GET", "/admin/receipts");
     expect(answer.status).toBe(200);
     const reader = answer.body!.getReader();
     const first = await reader.read();
     expect(first.done).toBe(false);
-    await Bun.sleep(0);
-    // the first page, and at most the one the stream asks for ahead of the reader
-    expect(pagesRead).toBeLessThanOrEqual(2);
-    let lines = new TextDecoder().decode(first.value).split("\n").length - 1;
+    // A stopped reader: the thread was asked for the chunk it got and the one read ahead, no more.
+    // Once the one ahead is in, a stream that read further would have asked again in a few
+    // milliseconds (one message each way): 200 ms show that nothing more is read.
+    while (threads.testOnlyAnswers - answers < 2) await Bun.sleep(1);
+    await Bun.sleep(200);
+    expect(threads.testOnlyChunksAsked - asked).toBe(2);
+    expect(threads.testOnlyRunning()).toBe(1);
+    let lines = linesIn(first.value!);
+    let chunks = 1;
     for (;;) {
       const next = await reader.read();
       if (next.done) break;
-      lines += new TextDecoder().decode(next.value).split("\n").length - 1;
+      chunks++;
+      lines += linesIn(next.value);
     }
     expect(lines).toBe(sent);
-    expect(pagesRead).toBe(3);
-    // A reader that takes each chunk at once: its pulls chain in microtasks unless each waits
-    // for the next turn, and the calls that came meanwhile would wait for the whole export.
-    expect(new Set(pageTurns).size).toBe(pageTurns.length);
+    expect(chunks).toBeGreaterThanOrEqual(3);
+    // asked for each chunk and for the end of the export, which ends its thread
+    expect(threads.testOnlyChunksAsked - asked).toBe(chunks + 1);
+    expect(threads.testOnlyRunning()).toBe(0);
+    expect(new Set(chunkTurns).size).toBe(chunkTurns.length);
+
+    // A reader that gives up part-way ends the thread; so does the ledger closing under one.
+    const cancelled = (await t.admin("GET", "/admin/receipts")).body!.getReader();
+    expect((await cancelled.read()).done).toBe(false);
+    expect(threads.testOnlyRunning()).toBe(1);
+    await cancelled.cancel();
+    expect(threads.testOnlyRunning()).toBe(0);
+
+    // A ledger that reads on the desk's thread (PostgreSQL, SQLite in memory): a reader that takes
+    // each chunk at once chains its pulls in microtasks unless each waits for the next turn, and
+    // the calls that came meanwhile would wait for the whole export.
+    chunkTurns.length = 0;
+    records.exportChunks = async function* (filter) {
+      for await (const chunk of chunksOfPages(records.receiptPages(filter, EXPORT_PAGE))) {
+        chunkTurns.push(loop.now());
+        yield chunk;
+      }
+    };
+    expect(linesIn(new Uint8Array(await (await t.admin("GET", "/admin/receipts")).arrayBuffer()))).toBe(sent);
+    expect(chunkTurns.length).toBe(Math.ceil(sent / EXPORT_PAGE));
+    expect(new Set(chunkTurns).size).toBe(chunkTurns.length);
   } finally {
-    ticking = false;
-    records.receiptPages = original;
+    loop.stop();
+    records.exportChunks = original;
+  }
+});
+
+test("the export thread refuses a file put in the ledger's place since the desk opened it", async () => {
+  await using dir = tempDir("export-swap-");
+  const path = join(dir.path, "desk.db");
+  const ledger = new SqliteDeskLedger(path);
+  try {
+    const other = new SqliteDeskLedger(join(dir.path, "other.db"));
+    await other.close();
+    renameSync(path, join(dir.path, "moved.db"));
+    renameSync(join(dir.path, "other.db"), path);
+    const read = async () => {
+      for await (const _ of ledger.records.exportChunks({ orgId: null, sinceMs: null })) break;
+    };
+    await expect(read()).rejects.toThrow(/^the receipts export thread failed: .*desk\.db was replaced while it was being opened$/);
+    expect(ledger.testOnlyExportThreads()!.testOnlyRunning()).toBe(0);
+  } finally {
+    await ledger.close();
   }
 });

@@ -6,6 +6,7 @@
 // the statement is one of the few named here with the reason its cost is what it was asked for.
 import { Database } from "bun:sqlite";
 import { afterAll, beforeAll, expect, test } from "bun:test";
+import { exportPageStatement } from "../../src/adapters/sqlite/desk/export-pages.ts";
 import { checkLedger } from "../../src/core/desk/check.ts";
 import { startUpstreamFixture, type UpstreamFixture } from "../fixtures/upstream-server.ts";
 import { makeDeskOnFixture, manualClock } from "./desk-harness.ts";
@@ -18,12 +19,16 @@ const WHOLE_ASKED: [RegExp, string][] = [
     /^SELECT rowid AS cursor, \* FROM receipts WHERE rowid > \$after AND rowid <= \$last ORDER BY rowid LIMIT \$limit$/,
     "a page of the whole ledger's export: every row of its range is returned",
   ],
+  [
+    /^SELECT rowid AS cursor, payload, signature, envelope FROM receipts WHERE rowid > \$after AND rowid <= \$last ORDER BY rowid LIMIT \$limit$/,
+    "a page of the whole ledger's export, on its thread: every row of its range is returned",
+  ],
   [/FROM audit ORDER BY id LIMIT \$limit$/, "the first page of the whole audit log, in id order: stops at its limit"],
   // Known and left: with a time and no org or key, both read from the oldest row on (an index on
   // the time would cost every call its bytes); an operator's query, never the clearing path's.
   [
     /FROM receipts WHERE issued_at >= \$issued_at AND rowid > \$after AND rowid <= \$last ORDER BY rowid LIMIT \$limit$/,
-    "the whole ledger's export from a time on",
+    "the whole ledger's export from a time on (its records, and its bytes on the export thread)",
   ],
   [/FROM audit WHERE at >= \$at ORDER BY id LIMIT \$limit$/, "the whole audit log from a time on"],
   [/^SELECT rowid, \* FROM receipts WHERE rowid > \? ORDER BY rowid LIMIT 1000$/, "migration 11 converts every receipt, once, a page at a time"],
@@ -100,6 +105,11 @@ test("no statement of the desk ledger reads a growing table past what it was ask
         expect(exported.status).toBe(200);
         // the export reads the ledger as its body is read
         expect((await exported.text()).length).toBeGreaterThan(0);
+        // on the export thread, whose statements this thread's hooks do not see: planned here
+        const filter = { orgId: q.includes("org_id") ? a.orgId : null, sinceMs: q.includes("since") ? Date.parse("2026-03-01T00:00:00Z") : null };
+        seen.add(exportPageStatement(filter).sql);
+        // the same receipts as records, a page at a time (RecordStore.receiptPages)
+        for await (const page of t.ledger.records.receiptPages(filter, 10)) expect(page.length).toBeGreaterThan(0);
       }
     }
     const listing = new Request("http://127.0.0.1/v1/receipts?since=2026-03-01T00:00:00Z&limit=10", { headers: { authorization: `Bearer ${a.secret}` } });

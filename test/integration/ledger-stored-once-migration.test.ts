@@ -70,6 +70,10 @@ async function expectSameEnvelopes(records: RecordStore, rows: OldRow[]): Promis
   const exported: string[] = [];
   for await (const page of records.receiptPages({ orgId: null, sinceMs: null }, 3)) exported.push(...page.map((r) => r.envelope));
   expect(exported).toEqual(rows.map((r) => r[11]));
+  // and the export's bytes, as GET /admin/receipts sends them (on SQLite, read on its own thread)
+  const chunks: Uint8Array[] = [];
+  for await (const chunk of records.exportChunks({ orgId: null, sinceMs: null })) chunks.push(chunk);
+  expect(Buffer.concat(chunks).toString("utf8")).toBe(rows.map((r) => `${r[11]}\n`).join(""));
 }
 
 describe("SQLite: a ledger of the previous version (10 migrations)", () => {

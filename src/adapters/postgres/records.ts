@@ -2,6 +2,7 @@
 // node's receipt-signing keys, and the settings the nodes share in meta (the admin token's hash,
 // the sealing key's fingerprint), each set once by the first node and read by the others.
 import { LedgerUnavailable, type RecordStore } from "../../core/desk/ports.ts";
+import { chunksOfPages, EXPORT_PAGE } from "../../core/desk/receipts.ts";
 import type { AuditEntry, AuditFilter, HeldResult, ReceiptRecord, SigningKeyRecord } from "../../core/desk/records.ts";
 import type { ReceiptJwk } from "../../core/receipt/index.ts";
 import type { Db } from "./db.ts";
@@ -57,6 +58,10 @@ export class PostgresRecords implements RecordStore {
       after = rows[rows.length - 1]!.n;
       yield rows.map(receiptOf);
     }
+  }
+
+  exportChunks(filter: { orgId: string | null; sinceMs: number | null }): AsyncIterable<Uint8Array> {
+    return chunksOfPages(this.receiptPages(filter, EXPORT_PAGE));
   }
 
   async audit(f: AuditFilter): Promise<AuditEntry[]> {

@@ -190,23 +190,23 @@ async function audit(desk: Desk, query: URLSearchParams): Promise<Response> {
   return Response.json(entries.map(auditView));
 }
 
-// The export streams a page per pull: the next page is read only once the client has taken the
-// last, so a ledger of any size is exported in bounded memory. Each pull waits for the next turn
-// of the event loop first: a fast reader's pulls resolve in microtasks, and chained they would
-// hold every other request until the whole ledger was sent.
+// The export streams a chunk per pull: the ledger reads the next only once the client has taken
+// the last, so a ledger of any size is exported in bounded memory. Each pull waits for the next
+// turn of the event loop first: a ledger that reads on this thread (PostgreSQL, SQLite in memory)
+// resolves a fast reader's pulls in microtasks, and chained they would hold every other request
+// until the whole ledger was sent.
 async function exportReceipts(desk: Desk, query: URLSearchParams): Promise<Response> {
-  const pages = desk.exportReceipts({ orgId: query.get("org_id"), sinceMs: sinceParam(query) })[Symbol.asyncIterator]();
-  const encoder = new TextEncoder();
+  const chunks = desk.exportReceipts({ orgId: query.get("org_id"), sinceMs: sinceParam(query) })[Symbol.asyncIterator]();
   const body = new ReadableStream<Uint8Array>(
     {
       async pull(controller) {
         await new Promise<void>((resolve) => setImmediate(resolve));
-        const page = await pages.next();
-        if (page.done) controller.close();
-        else controller.enqueue(encoder.encode(page.value.map((r) => `${r.envelope}\n`).join("")));
+        const chunk = await chunks.next();
+        if (chunk.done) controller.close();
+        else controller.enqueue(chunk.value);
       },
       async cancel() {
-        await pages.return?.();
+        await chunks.return?.();
       },
     },
     { highWaterMark: 0 },

@@ -251,7 +251,7 @@ export class Desk {
     return receipts.audit(this.#d, filter);
   }
 
-  exportReceipts(filter: { orgId: string | null; sinceMs: number | null }): AsyncIterable<ReceiptRecord[]> {
+  exportReceipts(filter: { orgId: string | null; sinceMs: number | null }): AsyncIterable<Uint8Array> {
     return receipts.exportReceipts(this.#d, filter);
   }
 

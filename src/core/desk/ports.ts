@@ -254,6 +254,12 @@ export interface RecordStore {
    * Ends with the receipts stored when it began.
    */
   receiptPages(filter: { orgId: string | null; sinceMs: number | null }, pageSize: number): AsyncIterable<ReceiptRecord[]>;
+  /**
+   * The same receipts as the export's bytes: NDJSON, each receipt's envelope text and "\n", in
+   * chunks of whole lines, each read only when the one before was taken (at most one read ahead).
+   * Ends with the receipts stored when it began (when it was asked for, or at its first chunk).
+   */
+  exportChunks(filter: { orgId: string | null; sinceMs: number | null }): AsyncIterable<Uint8Array>;
   audit(filter: AuditFilter): Promise<AuditEntry[]>;
   /** The held result of a receipt while it is held at `now`. */
   heldResult(receiptId: string, now: number): Promise<HeldResult | null>;

@@ -7,9 +7,11 @@ import { openLedger } from "../database.ts";
 import { SqliteAlerts } from "./alerts.ts";
 import { SqliteCatalog } from "./catalog.ts";
 import { SqliteCheck } from "./check.ts";
+import { checkPrivateFile } from "../../../core/private-files.ts";
 import { type CheckpointResult, Checkpointer } from "./checkpointer.ts";
 import { sqlOf } from "./connection.ts";
 import { SqliteCredentials } from "./credentials.ts";
+import { ExportThreads } from "./export-thread.ts";
 import { GroupCommit } from "./group-commit.ts";
 import { SqliteFinance } from "./finance.ts";
 import { SqliteKeys, SqliteOrgs } from "./keys.ts";
@@ -44,6 +46,7 @@ export class SqliteDeskLedger implements DeskLedger {
   readonly #db: Database;
   readonly #commit: GroupCommit;
   readonly #checkpointer: Checkpointer | null;
+  readonly #exports: ExportThreads | null;
   #open = true;
 
   /** Opens (creating when missing) the ledger at `path` (":memory:" for tests), migrated to the newest schema. */
@@ -54,13 +57,17 @@ export class SqliteDeskLedger implements DeskLedger {
       busyTimeoutMs: options.busyTimeoutMs ?? 10_000,
     });
     const sql = sqlOf(this.#db);
+    const busyTimeoutMs = options.busyTimeoutMs ?? 10_000;
+    // The file just opened (openLedger checked it is private and still at its name).
+    const identity = path === ":memory:" ? null : checkPrivateFile(path);
+    this.#exports = identity === null ? null : new ExportThreads({ path, identity, busyTimeoutMs });
     this.#commit = new GroupCommit(sql);
     this.alerts = new SqliteAlerts(sql);
     this.money = new SqliteMoney(sql, this.#commit, this.alerts);
     this.orgs = new SqliteOrgs(sql);
     this.keys = new SqliteKeys(sql);
     this.catalog = new SqliteCatalog(sql);
-    this.records = new SqliteRecords(sql);
+    this.records = new SqliteRecords(sql, this.#exports);
     this.sandbox = new SqliteSandbox(sql, this.orgs, this.keys);
     this.finance = new SqliteFinance(sql);
     this.credentials = new SqliteCredentials(sql);
@@ -86,6 +93,7 @@ export class SqliteDeskLedger implements DeskLedger {
 
   async close(): Promise<void> {
     this.#open = false;
+    this.#exports?.close();
     await this.stopCheckpointer();
     this.#db.close();
   }
@@ -93,6 +101,11 @@ export class SqliteDeskLedger implements DeskLedger {
   /** The connection itself, for tests that plant faults or read raw rows. */
   testOnlyDatabase(): Database {
     return this.#db;
+  }
+
+  /** The export threads, for tests of the back-pressure (null for a ledger in memory). */
+  testOnlyExportThreads(): ExportThreads | null {
+    return this.#exports;
   }
 
   /** Runs `op` in the group commit the money path uses (tests of the batching itself). */

@@ -4,10 +4,16 @@ import type { RecordStore } from "../../../core/desk/ports.ts";
 import type { AuditEntry, AuditFilter, HeldResult, ReceiptRecord, SigningKeyRecord } from "../../../core/desk/records.ts";
 import type { ReceiptJwk } from "../../../core/receipt/index.ts";
 import type { Sql } from "./connection.ts";
+import { type ExportFilter, exportBound, exportChunks } from "./export-pages.ts";
+import type { ExportThreads } from "./export-thread.ts";
 import { type AuditRow, auditOf, type ReceiptRow, receiptOf, type SigningKeyRow, signingKeyOf } from "./rows.ts";
 
 export class SqliteRecords implements RecordStore {
-  constructor(private readonly sql: Sql) {}
+  /** `exports`: the threads that read the export on connections of their own; null for a ledger in memory, read on this thread. */
+  constructor(
+    private readonly sql: Sql,
+    private readonly exports: ExportThreads | null = null,
+  ) {}
 
   async receipt(id: string): Promise<ReceiptRecord | null> {
     const row = this.sql.db.query("SELECT * FROM receipts WHERE id = ?").get(id) as ReceiptRow | null;
@@ -24,7 +30,7 @@ export class SqliteRecords implements RecordStore {
   async *receiptPages(filter: { orgId: string | null; sinceMs: number | null }, pageSize: number): AsyncGenerator<ReceiptRecord[]> {
     // Receipts are append-only and rowids grow: pages by rowid, up to the last one stored now,
     // are exactly the receipts of one moment, read without a transaction held open.
-    const last = (this.sql.db.query("SELECT max(rowid) AS last FROM receipts").get() as { last: number | null }).last ?? 0;
+    const last = exportBound(this.sql.db);
     const where = conditions({ org_id: filter.orgId }, { issued_at: filter.sinceMs });
     const page = this.sql.db.query(
       `SELECT rowid AS cursor, * FROM receipts ${where.sql === "" ? "WHERE" : `${where.sql} AND`} rowid > $after AND rowid <= $last
@@ -36,6 +42,14 @@ export class SqliteRecords implements RecordStore {
       after = rows[rows.length - 1]!.cursor;
       yield rows.map(receiptOf);
     }
+  }
+
+  exportChunks(filter: ExportFilter): AsyncIterable<Uint8Array> {
+    // Fixed here, on the desk's connection, when the export is asked for: never inside a
+    // transaction (the group commit's run within one turn), so every receipt up to it is
+    // committed and the export thread's connection sees it.
+    const last = exportBound(this.sql.db);
+    return this.exports?.chunks(filter, last) ?? inThread(this.sql, filter, last);
   }
 
   async audit(filter: AuditFilter): Promise<AuditEntry[]> {
@@ -88,6 +102,11 @@ export class SqliteRecords implements RecordStore {
   async setMetaOnce(name: string, value: string): Promise<boolean> {
     return this.sql.db.query("INSERT INTO meta (name, value) VALUES (?, ?) ON CONFLICT (name) DO NOTHING").run(name, value).changes === 1;
   }
+}
+
+/** The export of a ledger no second connection can open (in memory), on the calling thread: a chunk per pull. */
+async function* inThread(sql: Sql, filter: ExportFilter, last: number): AsyncGenerator<Uint8Array> {
+  yield* exportChunks(sql.db, filter, last);
 }
 
 /**

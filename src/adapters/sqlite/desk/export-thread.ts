@@ -1,0 +1,88 @@
+// The receipts export read and encoded on a thread of its own (export-worker.ts), so the desk's
+// event loop only passes finished chunks to the client: reading the rows and deriving each
+// envelope (its garbage too) stays off the thread that answers calls. Back-pressure: the thread
+// reads a chunk only when asked, and is asked for the next one when the stream takes the one
+// before (a bounded queue of one), so a slow or stopped reader holds two chunks (the one it was
+// given, the one read ahead), never the ledger.
+import type { FileIdentity } from "../../../core/private-files.ts";
+import { workerUrl } from "../../../worker-entries.ts";
+import type { ExportFilter } from "./export-pages.ts";
+
+export type ToExportThread = { op: "start"; path: string; identity: FileIdentity; busyTimeoutMs: number; filter: ExportFilter; last: number } | { op: "next" };
+export type FromExportThread = { op: "chunk"; bytes: Uint8Array } | { op: "done" } | { op: "error"; error: string };
+
+export type ExportSource = { path: string; identity: FileIdentity; busyTimeoutMs: number };
+
+/** Export threads running now, ended when the ledger closes (a reader that never finishes must not outlive it). */
+export class ExportThreads {
+  /** Each running thread, and how to fail the export it serves. */
+  private readonly running = new Map<Worker, (err: Error) => void>();
+  /** Chunks the threads have been asked for, and answers they gave, in all (tests of the back-pressure). */
+  testOnlyChunksAsked = 0;
+  testOnlyAnswers = 0;
+
+  constructor(private readonly source: ExportSource) {}
+
+  /** The export up to rowid `last`, a chunk per pull; the thread ends with the iteration, however it ends. */
+  async *chunks(filter: ExportFilter, last: number): AsyncGenerator<Uint8Array> {
+    // smol: a heap that collects more eagerly, since the thread's garbage is what it just sent
+    const worker = new Worker(workerUrl("receiptExport"), { smol: true });
+    let waiting: { resolve: (m: FromExportThread) => void; reject: (err: Error) => void } | null = null;
+    let failed: Error | null = null;
+    const fail = (err: Error) => {
+      failed ??= err;
+      waiting?.reject(failed);
+      waiting = null;
+    };
+    this.running.set(worker, fail);
+    worker.addEventListener("message", (e: MessageEvent<FromExportThread>) => {
+      this.testOnlyAnswers++;
+      const w = waiting;
+      waiting = null;
+      w?.resolve(e.data);
+    });
+    worker.addEventListener("error", (e: ErrorEvent) => fail(new Error(`the receipts export thread failed: ${e.message}`)));
+    worker.addEventListener("messageerror", () => fail(new Error("the receipts export thread sent an unreadable chunk")));
+    const ask = () => {
+      const answer = new Promise<FromExportThread>((resolve, reject) => {
+        if (failed !== null) return reject(failed);
+        waiting = { resolve, reject };
+        this.testOnlyChunksAsked++;
+        worker.postMessage({ op: "next" } satisfies ToExportThread);
+      });
+      // Awaited at the next pull, or never when the reader stops first: a failure meanwhile is
+      // not an unhandled rejection (which would end the process).
+      answer.catch(() => {});
+      return answer;
+    };
+    try {
+      worker.postMessage({ op: "start", ...this.source, filter, last } satisfies ToExportThread);
+      let next = ask();
+      for (;;) {
+        const m = await next;
+        if (m.op === "done") return;
+        if (m.op === "error") throw new Error(`the receipts export thread failed: ${m.error}`);
+        // One chunk read ahead while this one is sent: the thread reads as the socket writes.
+        next = ask();
+        yield m.bytes;
+      }
+    } finally {
+      this.running.delete(worker);
+      worker.terminate();
+    }
+  }
+
+  /** Export threads running now (tests). */
+  testOnlyRunning(): number {
+    return this.running.size;
+  }
+
+  /** Ends every export thread still running. */
+  close(): void {
+    for (const [worker, fail] of this.running) {
+      worker.terminate();
+      fail(new Error("the ledger was closed during the receipts export"));
+    }
+    this.running.clear();
+  }
+}
