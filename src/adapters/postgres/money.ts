@@ -26,6 +26,7 @@ import type { ApprovalAsked } from "../../core/desk/records.ts";
 import type { ScopeOutcome } from "../../core/finance/alerts.ts";
 import type { ApprovalEnvelope } from "../../core/receipt/index.ts";
 import { lesser, orgPeriodsAt, orgRoom, orgScopeAt, writeAlerts } from "./org-money.ts";
+import { type CommitWith, pipelinedTransaction } from "./pipelined.ts";
 import { percentagesOf, RECEIPT_COLUMNS, type ReceiptRow } from "./rows.ts";
 
 /** The node taking the call, as its lease row knows it. */
@@ -194,7 +195,7 @@ type ReceiptInput = {
  * Signs the receipt at the chain position the key row gave (seq already taken under its lock),
  * then stores it, moves the chain head and writes the audit row: one statement.
  */
-async function appendReceipt(tx: SQL, head: ChainHead, r: ReceiptInput, make: ReceiptMaker): Promise<StoredReceipt> {
+async function appendReceipt(tx: SQL, head: ChainHead, r: ReceiptInput, make: ReceiptMaker, commitWith?: CommitWith): Promise<StoredReceipt> {
   const seq = toSafe(head.receipt_seq);
   const receipt = make({
     receiptId: r.receiptId,
@@ -215,7 +216,7 @@ async function appendReceipt(tx: SQL, head: ChainHead, r: ReceiptInput, make: Re
     approval: r.approval ?? null,
   });
   const margin = r.outcome === "charged" ? r.priceMc - r.upstreamCostMc : 0;
-  await tx`
+  const append = tx`
     WITH rc AS (
       INSERT INTO receipts (id, org_id, key_id, seq, issued_at, outcome, period, amount_mc, payload, signature)
       VALUES (${receipt.id}, ${r.orgId}, ${r.keyId}, ${big(seq)}::bigint, ${big(receipt.issuedAt)}::bigint, ${r.outcome}, ${r.period},
@@ -226,6 +227,7 @@ async function appendReceipt(tx: SQL, head: ChainHead, r: ReceiptInput, make: Re
     INSERT INTO audit (at, org_id, key_id, tool, outcome, http_status, price_mc, upstream_cost_mc, margin_mc, receipt_id)
     VALUES (${big(r.now)}::bigint, ${r.orgId}, ${r.keyId}, ${r.tool}, ${r.outcome}, ${r.httpStatus}::integer, ${big(r.priceMc)}::bigint,
             ${big(r.upstreamCostMc)}::bigint, ${big(margin)}::bigint, ${receipt.id})`;
+  await (commitWith === undefined ? append : commitWith(append));
   return receipt;
 }
 
@@ -396,7 +398,7 @@ export async function settle(
 ): Promise<SettleResult> {
   const charged = outcome === "charged";
   const { daily, monthly } = orgPeriodsAt(now);
-  return sql.begin(async (tx): Promise<SettleResult> => {
+  return pipelinedTransaction(sql, async (tx, commitWith): Promise<SettleResult> => {
     const receiptId = newId("rcpt");
     // A refund gives back to the org's row: its lock comes first, as in the reservation.
     if (!charged) {
@@ -458,6 +460,8 @@ export async function settle(
     const priceMc = toSafe(row.price_mc);
     const keyRoom = toSafe(row.budget_mc) - spentIn(row, periodOf(row.reset, now));
     const remainingMc = lesser(keyRoom, row.org_remaining_mc === null ? null : toSafe(row.org_remaining_mc));
+    // The alerts name the receipt by its id: they are written first, so the receipt's statement is the last and carries the COMMIT.
+    const alerts = charged ? await writeAlerts(tx, await chargeOutcomes(tx, row, priceMc, receiptId, now)) : 0;
     const receipt = await appendReceipt(
       tx,
       row,
@@ -480,8 +484,8 @@ export async function settle(
         approval: row.approval === null ? approval : (JSON.parse(row.approval) as ApprovalEnvelope),
       },
       make,
+      commitWith,
     );
-    const alerts = charged ? await writeAlerts(tx, await chargeOutcomes(tx, row, priceMc, receipt.id, now)) : 0;
     return { kind: "settled", receipt, remainingMc, alerts };
   });
 }
