@@ -26,6 +26,7 @@ import type { ApprovalAsked } from "../../core/desk/records.ts";
 import type { ScopeOutcome } from "../../core/finance/alerts.ts";
 import type { ApprovalEnvelope } from "../../core/receipt/index.ts";
 import { lesser, orgPeriodsAt, orgRoom, orgScopeAt, writeAlerts } from "./org-money.ts";
+import { type CommitWith, pipelinedTransaction } from "./pipelined.ts";
 import { percentagesOf, RECEIPT_COLUMNS, type ReceiptRow } from "./rows.ts";
 
 /** The node taking the call, as its lease row knows it. */
@@ -194,7 +195,7 @@ type ReceiptInput = {
  * Signs the receipt at the chain position the key row gave (seq already taken under its lock),
  * then stores it, moves the chain head and writes the audit row: one statement.
  */
-async function appendReceipt(tx: SQL, head: ChainHead, r: ReceiptInput, make: ReceiptMaker): Promise<StoredReceipt> {
+async function appendReceipt(tx: SQL, head: ChainHead, r: ReceiptInput, make: ReceiptMaker, commitWith?: CommitWith): Promise<StoredReceipt> {
   const seq = toSafe(head.receipt_seq);
   const receipt = make({
     receiptId: r.receiptId,
@@ -215,7 +216,7 @@ async function appendReceipt(tx: SQL, head: ChainHead, r: ReceiptInput, make: Re
     approval: r.approval ?? null,
   });
   const margin = r.outcome === "charged" ? r.priceMc - r.upstreamCostMc : 0;
-  await tx`
+  const append = tx`
     WITH rc AS (
       INSERT INTO receipts (id, org_id, key_id, seq, issued_at, outcome, period, amount_mc, payload, signature)
       VALUES (${receipt.id}, ${r.orgId}, ${r.keyId}, ${big(seq)}::bigint, ${big(receipt.issuedAt)}::bigint, ${r.outcome}, ${r.period},
@@ -226,6 +227,7 @@ async function appendReceipt(tx: SQL, head: ChainHead, r: ReceiptInput, make: Re
     INSERT INTO audit (at, org_id, key_id, tool, outcome, http_status, price_mc, upstream_cost_mc, margin_mc, receipt_id)
     VALUES (${big(r.now)}::bigint, ${r.orgId}, ${r.keyId}, ${r.tool}, ${r.outcome}, ${r.httpStatus}::integer, ${big(r.priceMc)}::bigint,
             ${big(r.upstreamCostMc)}::bigint, ${big(margin)}::bigint, ${receipt.id})`;
+  await (commitWith === undefined ? append : commitWith(append));
   return receipt;
 }
 
@@ -395,7 +397,8 @@ export async function settle(
   approval: ApprovalEnvelope | null = null,
 ): Promise<SettleResult> {
   const charged = outcome === "charged";
-  return sql.begin(async (tx): Promise<SettleResult> => {
+  const { daily, monthly } = orgPeriodsAt(now);
+  return pipelinedTransaction(sql, async (tx, commitWith): Promise<SettleResult> => {
     const receiptId = newId("rcpt");
     // A refund gives back to the org's row: its lock comes first, as in the reservation.
     if (!charged) {
@@ -424,6 +427,8 @@ export async function settle(
       ), ob AS (
         UPDATE org_budgets SET spent_mc = CASE WHEN org_budgets.period = r.org_period THEN org_budgets.spent_mc - r.price_mc ELSE org_budgets.spent_mc END
           FROM r WHERE NOT ${charged}::boolean AND org_budgets.org_id = r.reserved_org_id AND r.org_period IS NOT NULL
+        RETURNING org_budgets.org_id, org_budgets.budget_mc - (CASE WHEN org_budgets.period = (CASE org_budgets.reset WHEN 'daily' THEN ${daily} WHEN 'monthly' THEN ${monthly} ELSE 'none' END)
+                                THEN org_budgets.spent_mc ELSE 0 END) AS remaining_mc
       ), os AS (
         UPDATE org_spend SET spent_mc = org_spend.spent_mc - (CASE WHEN ${charged}::boolean THEN 0 ELSE r.price_mc END),
                              charged_mc = org_spend.charged_mc + (CASE WHEN ${charged}::boolean THEN r.price_mc ELSE 0 END)
@@ -433,7 +438,10 @@ export async function settle(
       SELECT r.key_id, r.tool, r.period AS reserved_period, r.price_mc, r.upstream_cost_mc, r.params_sha256, r.approval,
              r.reserved_org_id, r.org_period,
              k.org_id, k.budget_mc, k.spent_mc, k.period, k.reset, k.receipt_seq, k.receipt_head_sha256, k.alert_thresholds,
-             (SELECT charged_mc FROM s) AS key_charged_mc, (SELECT charged_mc FROM os) AS org_charged_mc
+             (SELECT charged_mc FROM s) AS key_charged_mc, (SELECT charged_mc FROM os) AS org_charged_mc,
+             CASE WHEN EXISTS (SELECT 1 FROM ob WHERE ob.org_id = k.org_id) THEN (SELECT remaining_mc FROM ob WHERE ob.org_id = k.org_id)
+                  ELSE (SELECT b.budget_mc - (CASE WHEN b.period = (CASE b.reset WHEN 'daily' THEN ${daily} WHEN 'monthly' THEN ${monthly} ELSE 'none' END)
+                                THEN b.spent_mc ELSE 0 END) FROM org_budgets b WHERE b.org_id = k.org_id) END AS org_remaining_mc
         FROM r, k`) as (SettledRow & {
       reserved_period: string;
       approval: string | null;
@@ -441,6 +449,7 @@ export async function settle(
       org_period: string | null;
       key_charged_mc: bigint | null;
       org_charged_mc: bigint | null;
+      org_remaining_mc: bigint | null;
     })[];
     if (row === undefined) {
       const [prior] = await tx`SELECT key_id, period, outcome, receipt_id FROM reservations WHERE id = ${big(reservationId)}::bigint`;
@@ -449,7 +458,10 @@ export async function settle(
       return { kind: "already_settled", receipt: receipt ?? null, outcome: prior.outcome, remainingMc: await remainingOf(tx, prior.key_id, prior.period, now) };
     }
     const priceMc = toSafe(row.price_mc);
-    const remainingMc = await roomOf(tx, row, periodOf(row.reset, now), now);
+    const keyRoom = toSafe(row.budget_mc) - spentIn(row, periodOf(row.reset, now));
+    const remainingMc = lesser(keyRoom, row.org_remaining_mc === null ? null : toSafe(row.org_remaining_mc));
+    // The alerts name the receipt by its id: they are written first, so the receipt's statement is the last and carries the COMMIT.
+    const alerts = charged ? await writeAlerts(tx, await chargeOutcomes(tx, row, priceMc, receiptId, now)) : 0;
     const receipt = await appendReceipt(
       tx,
       row,
@@ -472,8 +484,8 @@ export async function settle(
         approval: row.approval === null ? approval : (JSON.parse(row.approval) as ApprovalEnvelope),
       },
       make,
+      commitWith,
     );
-    const alerts = charged ? await writeAlerts(tx, await chargeOutcomes(tx, row, priceMc, receipt.id, now)) : 0;
     return { kind: "settled", receipt, remainingMc, alerts };
   });
 }
