@@ -11,6 +11,7 @@ import { chmodSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, wr
 import { availableParallelism, tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { SqliteDeskLedger } from "../../src/adapters/sqlite/desk/ledger.ts";
+import { envelopeText } from "../../src/core/receipt/index.ts";
 import { fillReceipts } from "../../test/helpers/receipt-ledger.ts";
 import { quantile } from "./lib/measure.ts";
 
@@ -77,7 +78,7 @@ try {
   const lines: string[] = [];
   writeFileSync(jsonl, "");
   for await (const page of ledger.check.receiptsInChainOrder(5000)) {
-    for (const r of page) lines.push(r.envelope);
+    for (const r of page) lines.push(r.envelope ?? envelopeText(r));
     count += page.length;
     writeFileSync(jsonl, `${lines.join("\n")}\n`, { flag: "a" });
     lines.length = 0;

@@ -16,6 +16,7 @@ import {
   jwksOf,
   loadSigner,
   openEnvelope,
+  openStored,
   paramsSha256,
   type Receipt,
   ReceiptInvalidError,
@@ -185,6 +186,34 @@ describe("a receipt stored once (payload and signature)", () => {
       expect(envelopeText(stored)).toBe(JSON.stringify(env));
       expect(readableReceipt(stored.payload)).toEqual(env.receipt);
     }
+  });
+
+  test("desk check's reading of a stored receipt (openStored) gives what the derived envelope gives, on good and broken rows", () => {
+    const keys = ReceiptKeys.fromJwks(DESK_JWKS);
+    const other = loadSigner(generateSigningKey().privatePem);
+    const { approval: _, ...v1 } = fields();
+    const good = signedOf(desk.sign(fields()));
+    const rows = [
+      good,
+      signedOf(desk.sign({ ...v1, tool: 'wx__\u00e9t\u00e9 "q"\n', outcome: "refused_budget", amount_mc: 0, result_sha256: null })),
+      { ...good, payload: good.payload.replace('"price_mc":150000', '"price_mc":1') },
+      { ...good, payload: ` ${good.payload}` },
+      { ...good, payload: good.payload.replace('"v":2', '"v":1') },
+      { ...good, signature: new Uint8Array(64) },
+      { ...good, signature: good.signature.subarray(0, 63) },
+      signedOf(other.sign(fields())),
+    ];
+    for (const row of rows) {
+      const derived = openEnvelope(JSON.parse(envelopeText(row)), keys);
+      expect(openStored(row, keys)).toEqual(derived);
+    }
+    expect(rows.map((row) => openStored(row, keys).checks.every((c) => c.ok))).toEqual([true, true, false, false, false, false, false, false]);
+    // A payload that is not JSON has no derived envelope at all: it fails, and is not read.
+    expect(openStored({ ...good, payload: "{not json" }, keys)).toMatchObject({
+      signed: null,
+      payloadSha256: null,
+      checks: [{ name: "signature", ok: false }, {}],
+    });
   });
 
   test("a changed payload or signature derives an envelope that fails its checks", () => {

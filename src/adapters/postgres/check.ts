@@ -7,11 +7,11 @@
 // deleting statement wrote.
 import type { SQL } from "bun";
 import type { LedgerCheck } from "../../core/desk/ports.ts";
-import type { ReceiptRecord } from "../../core/desk/records.ts";
+import type { StoredReceiptRecord } from "../../core/desk/records.ts";
 import { printable } from "../../core/receipt/printable.ts";
 import type { Db } from "./db.ts";
 import { toSafe } from "./money.ts";
-import { RECEIPT_COLUMNS, type ReceiptRow, receiptOf } from "./rows.ts";
+import { RECEIPT_COLUMNS, type ReceiptRow, storedReceiptOf } from "./rows.ts";
 
 export async function checkMoney(sql: SQL): Promise<string[]> {
   const problems: string[] = [];
@@ -82,11 +82,11 @@ export class PostgresCheck implements LedgerCheck {
     return this.db.run(checkMoney);
   }
 
-  async *receiptsInChainOrder(pageSize: number): AsyncGenerator<ReceiptRecord[]> {
+  async *receiptsInChainOrder(pageSize: number): AsyncGenerator<StoredReceiptRecord[]> {
     // Keyset pages on the (key_id, seq) unique index: each page starts where the last ended.
     let rows = (await this.db.run((sql) => sql.unsafe(`SELECT ${RECEIPT_COLUMNS} FROM receipts ORDER BY key_id, seq LIMIT $1`, [pageSize]))) as ReceiptRow[];
     while (rows.length > 0) {
-      yield rows.map(receiptOf);
+      yield rows.map(storedReceiptOf);
       const last = rows[rows.length - 1]!;
       rows = (await this.db.run((sql) =>
         sql.unsafe(`SELECT ${RECEIPT_COLUMNS} FROM receipts WHERE (key_id, seq) > ($1, $2) ORDER BY key_id, seq LIMIT $3`, [last.key_id, last.seq, pageSize]),

@@ -3,8 +3,18 @@
 // (core/desk/records.ts). Money and times past 2^53 are a fault here, never rounded (toSafe).
 import type { PlainOutcome, ReceiptOutcome } from "../../core/desk/outcomes.ts";
 import type { Reset } from "../../core/desk/period.ts";
-import type { AuditEntry, DeskKey, Org, ReceiptRecord, SigningKeyRecord, ToolRecord, UpstreamKind, UpstreamRecord } from "../../core/desk/records.ts";
-import { envelopeText, type ReceiptJwk, readableReceipt, sha256Hex } from "../../core/receipt/index.ts";
+import type {
+  AuditEntry,
+  DeskKey,
+  Org,
+  ReceiptRecord,
+  SigningKeyRecord,
+  StoredReceiptRecord,
+  ToolRecord,
+  UpstreamKind,
+  UpstreamRecord,
+} from "../../core/desk/records.ts";
+import { envelopeText, type Receipt, type ReceiptJwk, readableReceipt, sha256Hex } from "../../core/receipt/index.ts";
 import type { RestOperation } from "../../core/rest/operation.ts";
 import type { AuthSettings } from "../../core/upstream/auth-config.ts";
 import { toSafe } from "./money.ts";
@@ -139,6 +149,15 @@ export type ReceiptRow = {
 /** A receipt record: its tool, kid and hash read out of the signed payload, its envelope derived from it. */
 export function receiptOf(r: ReceiptRow): ReceiptRecord {
   const receipt = readableReceipt(r.payload);
+  return { ...receiptColumnsOf(r, receipt), envelope: r.envelope ?? envelopeText({ payload: r.payload, signature: r.signature }, receipt) };
+}
+
+/** A receipt row as `desk check` reads it: its columns, and what was signed, with no envelope written out. */
+export function storedReceiptOf(r: ReceiptRow): StoredReceiptRecord {
+  return { ...receiptColumnsOf(r, readableReceipt(r.payload)), payload: r.payload, signature: r.signature, envelope: r.envelope };
+}
+
+function receiptColumnsOf(r: ReceiptRow, receipt: Receipt): Omit<ReceiptRecord, "envelope"> {
   return {
     id: r.id,
     orgId: r.org_id,
@@ -151,7 +170,6 @@ export function receiptOf(r: ReceiptRow): ReceiptRecord {
     amountMc: toSafe(r.amount_mc),
     kid: receipt.kid,
     sha256: sha256Hex(r.payload),
-    envelope: r.envelope ?? envelopeText({ payload: r.payload, signature: r.signature }, receipt),
   };
 }
 

@@ -3,16 +3,16 @@
 // the ledger and follows the chains (core/desk/check.ts). A thread that fails fails every page
 // still waiting, so no receipt is ever counted as checked without its answer.
 import { availableParallelism } from "node:os";
-import type { CheckedReceipt } from "../../core/desk/check-receipt.ts";
+import type { CheckedPage } from "../../core/desk/check-receipt.ts";
 import type { ReceiptPageChecker } from "../../core/desk/ports.ts";
-import type { ReceiptRecord } from "../../core/desk/records.ts";
+import type { StoredReceiptRecord } from "../../core/desk/records.ts";
 import type { Jwks } from "../../core/receipt/index.ts";
 import { workerUrl } from "../../worker-entries.ts";
 
-export type ToThread = { op: "keys"; jwks: Jwks } | { op: "page"; id: number; page: ReceiptRecord[] };
-export type FromThread = { id: number; checked: CheckedReceipt[] } | { id: number; error: string };
+export type ToThread = { op: "keys"; jwks: Jwks } | { op: "page"; id: number; page: StoredReceiptRecord[] };
+export type FromThread = { id: number; checked: CheckedPage } | { id: number; error: string };
 
-type Waiting = { resolve: (checked: CheckedReceipt[]) => void; reject: (err: Error) => void };
+type Waiting = { resolve: (checked: CheckedPage) => void; reject: (err: Error) => void };
 type Thread = { worker: Worker; waiting: Map<number, Waiting> };
 
 /** One thread per core the process may use, at least one. */
@@ -51,7 +51,7 @@ export class ThreadedReceiptChecker implements ReceiptPageChecker {
     }
   }
 
-  check(page: ReceiptRecord[]): Promise<CheckedReceipt[]> {
+  check(page: StoredReceiptRecord[]): Promise<CheckedPage> {
     if (this.failed !== null) return Promise.reject(this.failed);
     let thread = this.threads[0]!;
     for (const t of this.threads) if (t.waiting.size < thread.waiting.size) thread = t;

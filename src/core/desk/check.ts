@@ -3,8 +3,9 @@
 // many threads as the caller's checker has), and each key's chain, followed here in order.
 // Text read from the ledger is printed through printable, as verify-receipt prints file text.
 import { ChainVerifier, type Jwks, ReceiptKeys } from "../receipt/index.ts";
-import { type CheckedReceipt, checkReceipts } from "./check-receipt.ts";
+import { type CheckedPage, checkReceipts, linksOf } from "./check-receipt.ts";
 import type { DeskLedger, ReceiptPageChecker } from "./ports.ts";
+import type { StoredReceiptRecord } from "./records.ts";
 
 /**
  * `complete` is false when the check was stopped before the last receipt: `checked` says how far
@@ -24,6 +25,9 @@ export type CheckOptions = {
 };
 
 const CHECK_PAGE = 1000;
+
+/** A page handed to the checker: its rows (the chain links are read from them), and its answer to come. */
+type Handed = { rows: StoredReceiptRecord[]; answer: Promise<CheckedPage> };
 
 /** Checks on the calling thread. */
 export function inThreadChecker(jwks: Jwks): ReceiptPageChecker {
@@ -46,26 +50,26 @@ export async function checkLedger(ledger: Pick<DeskLedger, "check" | "records">,
   let checked = 0;
   let complete = signal?.aborted !== true;
   const before = problems.length;
-  const take = (page: CheckedReceipt[]) => {
-    for (const r of page) {
-      checked++;
-      for (const p of r.problems) problems.push(p);
-      chain.add(checked, r.link, r.link?.sha256 ?? null);
-    }
+  const take = async ({ rows, answer }: Handed) => {
+    const page = await answer;
+    // No receipt is counted as checked without its own answer.
+    if (page.prev.length !== rows.length) throw new Error(`a page of ${rows.length} receipts was answered for ${page.prev.length}`);
+    for (const [, p] of page.problems) problems.push(p);
+    for (const link of linksOf(rows, page)) chain.add(++checked, link, link?.sha256 ?? null);
     onProgress?.(checked);
   };
   // Pages are taken back in the order they were read, so each key's chain is followed in seq
   // order whichever thread answers first. What the check holds is the pages in flight and each
   // key's last link, whatever the ledger's size; a page is read only once one is taken back.
-  const pending: Promise<CheckedReceipt[]>[] = [];
+  const pending: Handed[] = [];
   try {
     if (complete) {
       for await (const page of ledger.check.receiptsInChainOrder(CHECK_PAGE)) {
         const answer = checker.check(page);
         // Awaited in turn below; a page rejected meanwhile is not an unhandled rejection.
         answer.catch(() => {});
-        pending.push(answer);
-        if (pending.length >= inFlight) take(await pending.shift()!);
+        pending.push({ rows: page, answer });
+        if (pending.length >= inFlight) await take(pending.shift()!);
         if (signal?.aborted) {
           complete = false;
           break;
@@ -73,7 +77,7 @@ export async function checkLedger(ledger: Pick<DeskLedger, "check" | "records">,
       }
     }
     // The pages already handed out are few: finish them, so `checked` counts whole pages.
-    while (pending.length > 0) take(await pending.shift()!);
+    while (pending.length > 0) await take(pending.shift()!);
   } finally {
     await checker.close();
   }

@@ -14,7 +14,7 @@ import type { Credential } from "../upstream/credential.ts";
 import type { CredentialStore } from "../upstream/credential-store.ts";
 import type { CallOutcome, UpstreamTool } from "../upstream/outcome.ts";
 import type { ArgsProblem } from "./args.ts";
-import type { CheckedReceipt } from "./check-receipt.ts";
+import type { CheckedPage } from "./check-receipt.ts";
 import type { PlainOutcome, ReceiptOutcome, SettleOutcome } from "./outcomes.ts";
 import type { Reset } from "./period.ts";
 import type {
@@ -35,6 +35,7 @@ import type {
   SandboxSettings,
   SigningKeyRecord,
   StoredOrgRecord,
+  StoredReceiptRecord,
   ToolListing,
   ToolRecord,
   UpstreamRecord,
@@ -382,7 +383,7 @@ export interface LedgerCheck {
   /** For every key and period, spent = charges + open reservations, and the counts agree: what is wrong. */
   money(): Promise<string[]>;
   /** Every receipt, by key and in each key's chain order, a page (at most `pageSize`) at a time. */
-  receiptsInChainOrder(pageSize: number): AsyncIterable<ReceiptRecord[]>;
+  receiptsInChainOrder(pageSize: number): AsyncIterable<StoredReceiptRecord[]>;
 }
 
 /**
@@ -391,7 +392,7 @@ export interface LedgerCheck {
  * in before earlier ones are answered.
  */
 export interface ReceiptPageChecker {
-  check(page: ReceiptRecord[]): Promise<CheckedReceipt[]>;
+  check(page: StoredReceiptRecord[]): Promise<CheckedPage>;
   /** Ends the checker (its threads); pages not yet answered are rejected. */
   close(): Promise<void>;
 }

@@ -143,6 +143,13 @@ export type ReceiptRecord = {
   envelope: string;
 };
 
+/**
+ * A receipt row as `desk check` reads it: the columns, and what was signed as the ledger keeps
+ * it (the payload text and signature bytes its envelope is made from when answered), or, for a
+ * converted row that keeps its own envelope text, that text, answered as it is.
+ */
+export type StoredReceiptRecord = Omit<ReceiptRecord, "envelope"> & { payload: string; signature: Uint8Array; envelope: string | null };
+
 export type AuditEntry = {
   at: number;
   orgId: string;

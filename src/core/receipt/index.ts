@@ -41,6 +41,7 @@ export {
   openEnvelope,
   openEnvelopeAsync,
   openExportLine,
+  openStored,
   printable,
   ReceiptKeys,
   readShape,

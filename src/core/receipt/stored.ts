@@ -15,7 +15,11 @@ export function signedOf(envelope: Pick<Envelope, "payload" | "signature">): Sig
 
 /** The receipt a stored payload holds, with its fields in the readable copy's order. */
 export function readableReceipt(payload: string): Receipt {
-  const signed = JSON.parse(payload) as Record<string, unknown>;
+  return readableCopyOf(JSON.parse(payload) as Record<string, unknown>);
+}
+
+/** The readable copy of a payload already read: its fields in RECEIPT_FIELDS order (readableReceipt). */
+export function readableCopyOf(signed: Record<string, unknown>): Receipt {
   const receipt: Record<string, unknown> = {};
   for (const field of receiptFields(signed.v)) {
     if (!Object.hasOwn(signed, field)) continue;

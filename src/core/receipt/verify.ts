@@ -22,6 +22,7 @@ import {
 import { approvalChecks } from "../decision/verify.ts";
 import { sha256Hex } from "./hash.ts";
 import { type Jwks, jwkThumbprint, ReceiptKeyError } from "./sign.ts";
+import { envelopeText, readableCopyOf, type SignedReceipt } from "./stored.ts";
 import type { Receipt } from "./types.ts";
 
 export { type Check, type CheckName, printable, readShape, type Shape, SHAPES_READ } from "./checks.ts";
@@ -112,6 +113,34 @@ export function openEnvelopeAsync(envelope: unknown, keys: ReceiptKeys | Jwks): 
       else resolve(conclude(step, valid));
     });
   });
+}
+
+/**
+ * openEnvelope for a receipt as a ledger stores it (stored.ts), without writing out the envelope
+ * it answers and reading it back: that envelope is made from the payload's own kid and readable
+ * copy, so the same checks run over the payload bytes. A payload that does not read as a receipt
+ * is opened through that envelope (the rare case, and every detail stays the same); one that is
+ * not JSON has no envelope: its signature check fails.
+ */
+export function openStored(stored: SignedReceipt, keys: ReceiptKeys): OpenedEnvelope {
+  const bytes = Buffer.from(stored.payload, "utf8");
+  const read = readSigned(bytes);
+  if ("problem" in read) {
+    let envelope: unknown;
+    try {
+      envelope = JSON.parse(envelopeText(stored));
+    } catch {
+      return { checks: [{ name: "signature", ok: false, detail: read.problem }, unreadable("readable_copy")], signed: null, payloadSha256: null };
+    }
+    return openEnvelope(envelope, keys);
+  }
+  const kid = read.signed.kid;
+  const key = keys.get(kid);
+  const sig = stored.signature.length === 64 ? stored.signature : null;
+  return conclude(
+    { kid, receipt: readableCopyOf(read.signed), bytes, read, key, sig: sig === null ? null : Buffer.from(sig) },
+    key !== undefined && sig !== null && verify(null, bytes, key, sig),
+  );
 }
 
 /**

@@ -4,10 +4,10 @@
 // reservation and receipt counts agree. Settled reservations pruned in housekeeping count
 // through settled_pruned, the summary their deleting transaction wrote.
 import type { LedgerCheck } from "../../../core/desk/ports.ts";
-import type { ReceiptRecord } from "../../../core/desk/records.ts";
+import type { StoredReceiptRecord } from "../../../core/desk/records.ts";
 import { printable } from "../../../core/receipt/printable.ts";
 import type { Sql } from "./connection.ts";
-import { type ReceiptRow, receiptOf } from "./rows.ts";
+import { type ReceiptRow, storedReceiptOf } from "./rows.ts";
 
 export class SqliteCheck implements LedgerCheck {
   constructor(private readonly sql: Sql) {}
@@ -88,13 +88,13 @@ export class SqliteCheck implements LedgerCheck {
     return problems;
   }
 
-  async *receiptsInChainOrder(pageSize: number): AsyncGenerator<ReceiptRecord[]> {
+  async *receiptsInChainOrder(pageSize: number): AsyncGenerator<StoredReceiptRecord[]> {
     // Keyset pages on the (key_id, seq) index: each page starts where the last ended.
     const first = this.sql.db.query("SELECT * FROM receipts ORDER BY key_id, seq LIMIT $limit");
     const next = this.sql.db.query("SELECT * FROM receipts WHERE (key_id, seq) > ($key, $seq) ORDER BY key_id, seq LIMIT $limit");
     let rows = first.all({ $limit: pageSize }) as ReceiptRow[];
     while (rows.length > 0) {
-      yield rows.map(receiptOf);
+      yield rows.map(storedReceiptOf);
       const last = rows[rows.length - 1]!;
       rows = next.all({ $key: last.key_id, $seq: last.seq, $limit: pageSize }) as ReceiptRow[];
     }

@@ -12,6 +12,7 @@ import type {
   ReceiptRecord,
   SigningKeyRecord,
   StoredOrgRecord,
+  StoredReceiptRecord,
   ToolRecord,
   UpstreamKind,
   UpstreamRecord,
@@ -273,6 +274,15 @@ export function toolOf(r: ToolRow): ToolRecord {
 }
 
 export function receiptOf(r: ReceiptRow): ReceiptRecord {
+  return { ...receiptColumnsOf(r), envelope: r.envelope ?? envelopeText({ payload: r.payload, signature: r.signature }) };
+}
+
+/** A receipt row as `desk check` reads it: its columns, and what was signed, with no envelope written out. */
+export function storedReceiptOf(r: ReceiptRow): StoredReceiptRecord {
+  return { ...receiptColumnsOf(r), payload: r.payload, signature: r.signature, envelope: r.envelope };
+}
+
+function receiptColumnsOf(r: ReceiptRow): Omit<ReceiptRecord, "envelope"> {
   return {
     id: r.id,
     orgId: r.org_id,
@@ -285,7 +295,6 @@ export function receiptOf(r: ReceiptRow): ReceiptRecord {
     amountMc: r.amount_mc,
     kid: r.kid,
     sha256: Buffer.from(r.sha256).toString("hex"),
-    envelope: r.envelope ?? envelopeText({ payload: r.payload, signature: r.signature }),
   };
 }
 
