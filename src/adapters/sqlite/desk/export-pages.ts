@@ -4,6 +4,7 @@
 // and, for a ledger in memory that no second connection can open, the calling thread.
 import type { Database } from "bun:sqlite";
 import { envelopeText } from "../../../core/receipt/index.ts";
+import { conditions } from "./conditions.ts";
 
 export type ExportFilter = { orgId: string | null; sinceMs: number | null };
 
@@ -19,20 +20,10 @@ const EXPORT_PAGE_ROWS = 16;
  * filters given: `(:x IS NULL OR col = :x)` would keep SQLite from the org index.
  */
 export function exportPageStatement(filter: ExportFilter): { sql: string; params: Record<string, string | number> } {
-  const parts: string[] = [];
-  const params: Record<string, string | number> = {};
-  if (filter.orgId !== null) {
-    parts.push("org_id = $org_id");
-    params.$org_id = filter.orgId;
-  }
-  if (filter.sinceMs !== null) {
-    parts.push("issued_at >= $issued_at");
-    params.$issued_at = filter.sinceMs;
-  }
-  parts.push("rowid > $after", "rowid <= $last");
+  const where = conditions({ org_id: filter.orgId }, { issued_at: filter.sinceMs });
   return {
-    sql: `SELECT rowid AS cursor, payload, signature, envelope FROM receipts WHERE ${parts.join(" AND ")} ORDER BY rowid LIMIT $limit`,
-    params,
+    sql: `SELECT rowid AS cursor, payload, signature, envelope FROM receipts ${where.sql === "" ? "WHERE" : `${where.sql} AND`} rowid > $after AND rowid <= $last ORDER BY rowid LIMIT $limit`,
+    params: where.params,
   };
 }
 

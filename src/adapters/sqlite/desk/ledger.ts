@@ -51,13 +51,9 @@ export class SqliteDeskLedger implements DeskLedger {
 
   /** Opens (creating when missing) the ledger at `path` (":memory:" for tests), migrated to the newest schema. */
   constructor(path: string, options: SqliteDeskLedgerOptions = {}) {
-    this.#db = openLedger(path, {
-      migrations: DESK_MIGRATIONS,
-      synchronous: options.synchronous ?? "NORMAL",
-      busyTimeoutMs: options.busyTimeoutMs ?? 10_000,
-    });
-    const sql = sqlOf(this.#db);
     const busyTimeoutMs = options.busyTimeoutMs ?? 10_000;
+    this.#db = openLedger(path, { migrations: DESK_MIGRATIONS, synchronous: options.synchronous ?? "NORMAL", busyTimeoutMs });
+    const sql = sqlOf(this.#db);
     // The file just opened (openLedger checked it is private and still at its name).
     const identity = path === ":memory:" ? null : checkPrivateFile(path);
     this.#exports = identity === null ? null : new ExportThreads({ path, identity, busyTimeoutMs });

@@ -5,6 +5,7 @@ import type { AuditEntry, AuditFilter, HeldResult, ReceiptRecord, SigningKeyReco
 import type { ReceiptJwk } from "../../../core/receipt/index.ts";
 import type { Sql } from "./connection.ts";
 import { type ExportFilter, exportBound, exportChunks } from "./export-pages.ts";
+import { conditions } from "./conditions.ts";
 import type { ExportThreads } from "./export-thread.ts";
 import { type AuditRow, auditOf, type ReceiptRow, receiptOf, type SigningKeyRow, signingKeyOf } from "./rows.ts";
 
@@ -107,24 +108,4 @@ export class SqliteRecords implements RecordStore {
 /** The export of a ledger no second connection can open (in memory), on the calling thread: a chunk per pull. */
 async function* inThread(sql: Sql, filter: ExportFilter, last: number): AsyncGenerator<Uint8Array> {
   yield* exportChunks(sql.db, filter, last);
-}
-
-/**
- * A WHERE clause naming only the filters given: `(:x IS NULL OR col = :x)` would keep SQLite
- * from the org and key indexes and read the whole table for the smallest org.
- */
-function conditions(equal: Record<string, string | null>, atLeast: Record<string, number | null>): { sql: string; params: Record<string, string | number> } {
-  const parts: string[] = [];
-  const params: Record<string, string | number> = {};
-  for (const [column, value] of Object.entries(equal)) {
-    if (value === null) continue;
-    parts.push(`${column} = $${column}`);
-    params[`$${column}`] = value;
-  }
-  for (const [column, value] of Object.entries(atLeast)) {
-    if (value === null) continue;
-    parts.push(`${column} >= $${column}`);
-    params[`$${column}`] = value;
-  }
-  return { sql: parts.length === 0 ? "" : `WHERE ${parts.join(" AND ")}`, params };
 }
