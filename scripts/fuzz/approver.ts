@@ -16,7 +16,7 @@ import fc from "fast-check";
 import { ERRORS, type ErrorCode, isErrorCode } from "../../src/core/errors.ts";
 import { isApprovalId } from "../../src/core/ids.ts";
 import { AskLedger } from "../../src/adapters/sqlite/asks.ts";
-import { CreatedAnswer, StatusAnswer } from "../../src/core/schema/approver-answer.ts";
+import { approverAnswers } from "../../src/core/schema/approver-answer.ts";
 import { holdsCardNumber, validateAccountAsk, validatePayAsk } from "../../src/core/schema/ask.ts";
 import { approverFiles, writeLink } from "../../test/helpers/approver-link.ts";
 import { startApprover } from "../../test/helpers/approver-process.ts";
@@ -574,14 +574,14 @@ function judge(c: Case, expected: Expected, a: Answer, sentId: string | undefine
   }
   let label: string;
   if (a.status === 201) {
-    const parsed = CreatedAnswer(value);
+    const parsed = approverAnswers().CreatedAnswer(value);
     if (parsed instanceof type.errors || parsed.approval_id !== sentId) return { label: "201 bad", problem: `bad 201 body ${a.body.slice(0, 120)}` };
     label = "201 created";
     if (expected.answer !== "created") return { label, problem: `201 where ${JSON.stringify(expected)} was owed` };
     return { label };
   }
   if (a.status === 200) {
-    const parsed = StatusAnswer(value);
+    const parsed = approverAnswers().StatusAnswer(value);
     if (parsed instanceof type.errors) return { label: "200 bad", problem: `bad 200 body ${a.body.slice(0, 120)}` };
     label = `200 ${parsed.state}`;
     if (expected.answer !== "status" || parsed.approval_id !== expected.id || parsed.state !== "pending") {

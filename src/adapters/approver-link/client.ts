@@ -3,11 +3,11 @@
 // answer is read strictly: whatever the approver (or something posing as it) sends, the desk
 // gets one of the port's few answers, and a decision only as the envelope the desk will verify
 // before acting on it. The desk imports nothing of the approver: this speaks its wire format.
-import { type } from "arktype";
 import type { AskAnswer, Approver, DecisionAnswer, SpendAskBody } from "../../core/desk/ports.ts";
 import { ERRORS, type ErrorCode } from "../../core/errors.ts";
 import { readAtMost } from "../../core/http/body.ts";
 import { RFC3339_UTC } from "../../core/schema/approver-answer.ts";
+import { isArkErrors, schemas } from "../../core/schema/ark.ts";
 
 export type ApproverLinkOptions = {
   /** The approver's desk listener, `https:` only, ending in `/`. */
@@ -20,8 +20,10 @@ export type ApproverLinkOptions = {
 /** A decision record is well under 4 KiB; anything longer is not an answer of the approver's. */
 const MAX_ANSWER_BYTES = 16 * 1024;
 
-const Created = type({ "+": "reject", approval_id: "string", state: "'pending'", expires_at: "string" });
-const ErrorAnswer = type({ "+": "reject", error: "string" });
+const answers = schemas(({ type }) => ({
+  Created: type({ "+": "reject", approval_id: "string", state: "'pending'", expires_at: "string" }),
+  ErrorAnswer: type({ "+": "reject", error: "string" }),
+}));
 
 /**
  * The approver's refusals of a spend ask's fields: the desk checks the same rules before it
@@ -60,8 +62,8 @@ export class ApproverLink implements Approver {
     const read = await this.#exchange("POST", "v1/asks/spend", ask);
     if ("failed" in read) return { kind: "unavailable", why: read.failed };
     if (read.status === 201) {
-      const created = Created(read.body);
-      if (created instanceof type.errors || created.approval_id !== ask.approval_id || !RFC3339_UTC.test(created.expires_at)) {
+      const created = answers().Created(read.body);
+      if (isArkErrors(created) || created.approval_id !== ask.approval_id || !RFC3339_UTC.test(created.expires_at)) {
         return { kind: "unavailable", why: "its answer to the ask is not one of its answers" };
       }
       return { kind: "pending", expiresAt: Date.parse(created.expires_at) };
@@ -115,7 +117,7 @@ export class ApproverLink implements Approver {
 
 /** The code of an error answer `{"error": CODE}` sent with the code's own status, else null. */
 function errorCode(read: { status: number; body: unknown }): string | null {
-  const parsed = ErrorAnswer(read.body);
-  if (parsed instanceof type.errors || !Object.hasOwn(ERRORS, parsed.error)) return null;
+  const parsed = answers().ErrorAnswer(read.body);
+  if (isArkErrors(parsed) || !Object.hasOwn(ERRORS, parsed.error)) return null;
   return ERRORS[parsed.error as ErrorCode].http === read.status ? parsed.error : null;
 }

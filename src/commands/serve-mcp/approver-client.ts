@@ -2,11 +2,11 @@
 // strictly. Whatever the approver (or anything posing as it) sends, the agent gets either the
 // fields the answer schemas allow, each checked, or one error code: never a message, a URL or a
 // body.
-import { type } from "arktype";
 import type { Ask } from "../../core/asks.ts";
 import { readAtMost } from "../../core/http/body.ts";
 import type { ErrorCode } from "../../core/errors.ts";
-import { CreatedAnswer, PASSED_ON_CODES, parseErrorAnswer, StatusAnswer } from "../../core/schema/approver-answer.ts";
+import { approverAnswers, type CreatedAnswer, PASSED_ON_CODES, parseErrorAnswer, type StatusAnswer } from "../../core/schema/approver-answer.ts";
+import { isArkErrors } from "../../core/schema/ark.ts";
 
 export type ApproverLink = {
   /** The approver's base URL, `https:` only. */
@@ -68,17 +68,17 @@ export class ApproverClient {
   create(ask: Ask): Promise<Outcome<CreatedAnswer>> {
     const { kind, ...body } = ask;
     return this.#exchange("POST", `v1/asks/${kind}`, body, 201, CREATE_CODES, (value) => {
-      const parsed = CreatedAnswer(value);
+      const parsed = approverAnswers().CreatedAnswer(value);
       // The answer must be about the ask we sent, not another one.
-      return parsed instanceof type.errors || parsed.approval_id !== ask.approval_id ? undefined : parsed;
+      return isArkErrors(parsed) || parsed.approval_id !== ask.approval_id ? undefined : parsed;
     });
   }
 
   /** `GET /v1/asks/{id}`. */
   status(id: string): Promise<Outcome<StatusAnswer>> {
     return this.#exchange("GET", `v1/asks/${id}`, undefined, 200, STATUS_CODES, (value) => {
-      const parsed = StatusAnswer(value);
-      return parsed instanceof type.errors || parsed.approval_id !== id ? undefined : parsed;
+      const parsed = approverAnswers().StatusAnswer(value);
+      return isArkErrors(parsed) || parsed.approval_id !== id ? undefined : parsed;
     });
   }
 

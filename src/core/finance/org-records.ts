@@ -6,44 +6,51 @@
 //   budget_set  the operator set the budget (PATCH /admin/orgs/{id}): budget_mc is the new
 //               budget, null for unlimited
 // Each record carries the budget after it, so the chain alone tells the budget at any time.
-import { type } from "arktype";
 import { hashJson } from "../receipt/hash.ts";
 import type { ReceiptSigner } from "../receipt/sign.ts";
 import { printable, type ReceiptKeys } from "../receipt/verify.ts";
+import { isArkErrors, schemas } from "../schema/ark.ts";
 import { openDocument, type SignedDocument, signDocument } from "./signed-document.ts";
 
 export const ORG_RECORD_VERSION = 1;
 
 export const ISO_MS = /^\d{4}-(0[1-9]|1[0-2])-(0[1-9]|[12]\d|3[01])T([01]\d|2[0-3]):[0-5]\d:[0-5]\d\.\d{3}Z$/;
 
-export const text200 = type("string").narrow((s, ctx) => (s.length >= 1 && s.length <= 200) || ctx.mustBe("a string of 1-200 characters"));
-export const isoMs = type("string").narrow((s, ctx) => ISO_MS.test(s) || ctx.mustBe("RFC 3339 UTC with milliseconds"));
-export const money = type("number").narrow((n, ctx) => (Number.isSafeInteger(n) && n >= 0) || ctx.mustBe("a safe integer >= 0"));
-export const signedMoney = type("number").narrow((n, ctx) => Number.isSafeInteger(n) || ctx.mustBe("a safe integer"));
-export const count = money;
-export const hex64 = type("string").narrow((s, ctx) => /^[0-9a-f]{64}$/.test(s) || ctx.mustBe("64 lowercase hex"));
-// A reference is shown to operators and finance: printable ASCII only, so it cannot carry
-// control sequences or bidi marks into a terminal or a spreadsheet.
-const reference = type("string").narrow((s, ctx) => /^[\x21-\x7e]{1,200}$/.test(s) || ctx.mustBe("1-200 printable ASCII characters without spaces"));
-const reset = type("'none' | 'daily' | 'monthly'");
+/** The fields finance documents share (org records and statements), built on first use. */
+export const financeFields = schemas(({ type }) => {
+  const money = type("number").narrow((n, ctx) => (Number.isSafeInteger(n) && n >= 0) || ctx.mustBe("a safe integer >= 0"));
+  return {
+    text200: type("string").narrow((s, ctx) => (s.length >= 1 && s.length <= 200) || ctx.mustBe("a string of 1-200 characters")),
+    isoMs: type("string").narrow((s, ctx) => ISO_MS.test(s) || ctx.mustBe("RFC 3339 UTC with milliseconds")),
+    money,
+    signedMoney: type("number").narrow((n, ctx) => Number.isSafeInteger(n) || ctx.mustBe("a safe integer")),
+    count: money,
+    hex64: type("string").narrow((s, ctx) => /^[0-9a-f]{64}$/.test(s) || ctx.mustBe("64 lowercase hex")),
+  };
+});
 
-const common = {
-  "+": "reject",
-  v: "1",
-  id: text200,
-  kid: text200,
-  issued_at: isoMs,
-  org_id: text200,
-  reset,
-  seq: type("number.integer >= 1").narrow((n, ctx) => Number.isSafeInteger(n) || ctx.mustBe("a safe integer")),
-  prev_sha256: hex64.or("null"),
-} as const;
+const orgRecordSchema = schemas(({ type }) => {
+  const { text200, isoMs, money, hex64 } = financeFields();
+  // A reference is shown to operators and finance: printable ASCII only, so it cannot carry
+  // control sequences or bidi marks into a terminal or a spreadsheet.
+  const reference = type("string").narrow((s, ctx) => /^[\x21-\x7e]{1,200}$/.test(s) || ctx.mustBe("1-200 printable ASCII characters without spaces"));
+  const common = {
+    "+": "reject",
+    v: "1",
+    id: text200,
+    kid: text200,
+    issued_at: isoMs,
+    org_id: text200,
+    reset: type("'none' | 'daily' | 'monthly'"),
+    seq: type("number.integer >= 1").narrow((n, ctx) => Number.isSafeInteger(n) || ctx.mustBe("a safe integer")),
+    prev_sha256: hex64.or("null"),
+  } as const;
+  const Topup = type({ ...common, type: "'topup'", amount_mc: money.narrow((n, ctx) => n >= 1 || ctx.mustBe("at least 1")), budget_mc: money, reference });
+  const BudgetSet = type({ ...common, type: "'budget_set'", amount_mc: "0", budget_mc: money.or("null"), reference: "null" });
+  return Topup.or(BudgetSet);
+});
 
-const Topup = type({ ...common, type: "'topup'", amount_mc: money.narrow((n, ctx) => n >= 1 || ctx.mustBe("at least 1")), budget_mc: money, reference });
-const BudgetSet = type({ ...common, type: "'budget_set'", amount_mc: "0", budget_mc: money.or("null"), reference: "null" });
-const OrgRecordSchema = Topup.or(BudgetSet);
-
-export type OrgRecord = typeof OrgRecordSchema.infer;
+export type OrgRecord = ReturnType<typeof orgRecordSchema>["infer"];
 export type OrgRecordFields = Omit<OrgRecord, "v" | "kid">;
 export type OrgRecordEnvelope = SignedDocument<"record", OrgRecord>;
 
@@ -65,8 +72,8 @@ export const ORG_RECORD_FIELDS = [
 
 /** Null when `value` is a v1 org record, else the first problem (`field must be …`). */
 export function orgRecordProblem(value: unknown): string | null {
-  const out = OrgRecordSchema(value);
-  if (out instanceof type.errors) return printable(out.summary.split("\n")[0]!);
+  const out = orgRecordSchema()(value);
+  if (isArkErrors(out)) return printable(out.summary.split("\n")[0]!);
   const r = out as OrgRecord;
   if ((r.seq === 1) !== (r.prev_sha256 === null)) return "prev_sha256 must be null exactly when seq is 1";
   return null;

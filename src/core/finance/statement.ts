@@ -3,11 +3,11 @@
 // org's receipts and budget records alone, so a third party holding the receipts export and the
 // desk's JWKS recomputes every figure (statement-verify.ts). Pure: the same function runs on the
 // desk, over its ledger, and in the verifier, over the export; docs/finance.md states the rules.
-import { type } from "arktype";
 import type { ReceiptSigner } from "../receipt/sign.ts";
 import type { Receipt } from "../receipt/types.ts";
 import { printable } from "../receipt/verify.ts";
-import { count, hex64, isoMs, money, type OrgRecord, type OrgRecordEnvelope, signedMoney, text200 } from "./org-records.ts";
+import { isArkErrors, schemas } from "../schema/ark.ts";
+import { financeFields, type OrgRecord, type OrgRecordEnvelope } from "./org-records.ts";
 import { type SignedDocument, signDocument } from "./signed-document.ts";
 
 export const STATEMENT_VERSION = 1;
@@ -29,61 +29,64 @@ export function parseStatementPeriod(text: string): StatementPeriod | null {
   return { period: text, kind: "day", start: iso(startMs), end: iso(startMs + 86_400_000) };
 }
 
-const tally = type({ "+": "reject", count, amount_mc: money });
-const first = type({ "+": "reject", id: text200, issued_at: isoMs }).or("null");
-const ToolLine = type({
-  "+": "reject",
-  tool: text200,
-  calls: count,
-  charged_calls: count,
-  charged_mc: money,
-  upstream_cost_mc: money,
-  margin_mc: signedMoney,
-  refunded_calls: count,
-  refunded_price_mc: money,
-  refused_calls: count,
-});
-const ChainHead = type({ "+": "reject", key_id: text200, seq: money.narrow((n, ctx) => n >= 1 || ctx.mustBe("at least 1")), sha256: hex64 });
-const EmbeddedRecord = type({ "+": "reject", payload: "string", signature: "string", kid: "string", record: "object" });
+const statementSchema = schemas(({ type }) => {
+  const { count, hex64, isoMs, money, signedMoney, text200 } = financeFields();
+  const tally = type({ "+": "reject", count, amount_mc: money });
+  const first = type({ "+": "reject", id: text200, issued_at: isoMs }).or("null");
+  const ToolLine = type({
+    "+": "reject",
+    tool: text200,
+    calls: count,
+    charged_calls: count,
+    charged_mc: money,
+    upstream_cost_mc: money,
+    margin_mc: signedMoney,
+    refunded_calls: count,
+    refunded_price_mc: money,
+    refused_calls: count,
+  });
+  const ChainHead = type({ "+": "reject", key_id: text200, seq: money.narrow((n, ctx) => n >= 1 || ctx.mustBe("at least 1")), sha256: hex64 });
+  const EmbeddedRecord = type({ "+": "reject", payload: "string", signature: "string", kid: "string", record: "object" });
 
-const StatementSchema = type({
-  "+": "reject",
-  v: "1",
-  type: "'statement'",
-  id: text200,
-  kid: text200,
-  issued_at: isoMs,
-  org_id: text200,
-  period: "string",
-  period_start: isoMs,
-  period_end: isoMs,
-  covers_until: isoMs,
-  closed: "boolean",
-  reset: "'none' | 'daily' | 'monthly' | null",
-  opening_budget_mc: money.or("null"),
-  closing_budget_mc: money.or("null"),
-  opening_balance_mc: signedMoney.or("null"),
-  closing_balance_mc: signedMoney.or("null"),
-  topups: tally,
-  budget_changes: { "+": "reject", count, raised_mc: money, lowered_mc: money },
-  charges: { "+": "reject", calls: count, amount_mc: money, upstream_cost_mc: money, margin_mc: signedMoney },
-  refunds: { "+": "reject", calls: count, price_mc: money },
-  refusals: { "+": "reject", calls: count },
-  tools: ToolLine.array(),
-  receipts: { "+": "reject", count, first, last: first },
-  chains: ChainHead.array(),
-  records: EmbeddedRecord.array(),
+  return type({
+    "+": "reject",
+    v: "1",
+    type: "'statement'",
+    id: text200,
+    kid: text200,
+    issued_at: isoMs,
+    org_id: text200,
+    period: "string",
+    period_start: isoMs,
+    period_end: isoMs,
+    covers_until: isoMs,
+    closed: "boolean",
+    reset: "'none' | 'daily' | 'monthly' | null",
+    opening_budget_mc: money.or("null"),
+    closing_budget_mc: money.or("null"),
+    opening_balance_mc: signedMoney.or("null"),
+    closing_balance_mc: signedMoney.or("null"),
+    topups: tally,
+    budget_changes: { "+": "reject", count, raised_mc: money, lowered_mc: money },
+    charges: { "+": "reject", calls: count, amount_mc: money, upstream_cost_mc: money, margin_mc: signedMoney },
+    refunds: { "+": "reject", calls: count, price_mc: money },
+    refusals: { "+": "reject", calls: count },
+    tools: ToolLine.array(),
+    receipts: { "+": "reject", count, first, last: first },
+    chains: ChainHead.array(),
+    records: EmbeddedRecord.array(),
+  });
 });
 
-export type Statement = Omit<typeof StatementSchema.infer, "records"> & { records: OrgRecordEnvelope[] };
+export type Statement = Omit<ReturnType<typeof statementSchema>["infer"], "records"> & { records: OrgRecordEnvelope[] };
 export type StatementFields = Omit<Statement, "v" | "type" | "kid">;
 export type StatementEnvelope = SignedDocument<"statement", Statement>;
 export type ToolLine = Statement["tools"][number];
 
 /** Null when `value` reads as a v1 statement (embedded records are opened by the verifier), else the first problem. */
 export function statementProblem(value: unknown): string | null {
-  const out = StatementSchema(value);
-  if (out instanceof type.errors) return printable(out.summary.split("\n")[0]!);
+  const out = statementSchema()(value);
+  if (isArkErrors(out)) return printable(out.summary.split("\n")[0]!);
   if (parseStatementPeriod(out.period) === null) return "period must be YYYY-MM or YYYY-MM-DD";
   return null;
 }

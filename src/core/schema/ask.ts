@@ -14,13 +14,13 @@
 //     (currency comes before amount because the amount's decimals depend on it)
 // Text is NFC-normalised and URLs are replaced by their parsed href in the returned ask.
 
-import { type } from "arktype";
 import type { AccountAsk, PayAsk } from "../asks.ts";
 import type { ErrorCode } from "../errors.ts";
 import { isApprovalId } from "../ids.ts";
 import { checkAmount, DEFAULT_MAX_AMOUNT } from "../money/amount.ts";
 import { containsCardNumber } from "../money/card-net.ts";
 import { isCurrencyCode } from "../money/currency.ts";
+import { isArkErrors, schemas } from "./ark.ts";
 import { checkAskUrl, codePointCount } from "./url.ts";
 
 export type AskCheck<T> = { ok: true; ask: T } | { ok: false; code: ErrorCode };
@@ -30,27 +30,38 @@ export const MERCHANT_MAX = 80;
 export const REASON_MAX = 500;
 const HANDLE = /^[a-z][a-z0-9-]{0,31}$/;
 
-const PayShape = type({
-  "+": "reject",
-  approval_id: "unknown",
-  merchant: "unknown",
-  amount: "unknown",
-  currency: "unknown",
-  card_handle: "unknown",
-  checkout_url: "unknown",
-  "reason?": "unknown",
+/** A strict object shape: its check, and the keys it has (an error on any other key is FIELD_UNKNOWN). */
+export type Shape = { check: (value: unknown) => unknown; keys: ReadonlySet<string> };
+
+/** The shape of `check`, an arktype object type. */
+export const shapeOf = (check: ((value: unknown) => unknown) & { props: readonly { key: string | symbol }[] }): Shape => ({
+  check,
+  keys: new Set(check.props.map((p) => String(p.key))),
 });
 
-const AccountShape = type({
-  "+": "reject",
-  approval_id: "unknown",
-  provider_url: "unknown",
-  "identity_handle?": "unknown",
-  "reason?": "unknown",
-});
-
-const PAY_KEYS = new Set(PayShape.props.map((p) => p.key));
-const ACCOUNT_KEYS = new Set(AccountShape.props.map((p) => p.key));
+const shapes = schemas(({ type }) => ({
+  pay: shapeOf(
+    type({
+      "+": "reject",
+      approval_id: "unknown",
+      merchant: "unknown",
+      amount: "unknown",
+      currency: "unknown",
+      card_handle: "unknown",
+      checkout_url: "unknown",
+      "reason?": "unknown",
+    }),
+  ),
+  account: shapeOf(
+    type({
+      "+": "reject",
+      approval_id: "unknown",
+      provider_url: "unknown",
+      "identity_handle?": "unknown",
+      "reason?": "unknown",
+    }),
+  ),
+}));
 
 const ok = (value: string): FieldCheck => ({ ok: true, value });
 const fail = (code: ErrorCode): { ok: false; code: ErrorCode } => ({ ok: false, code });
@@ -137,17 +148,12 @@ function isPlainObject(v: unknown): v is Record<string, unknown> {
  * Steps 1-4 of the order above. `netted` is what the card-number net reads: the input itself,
  * unless a caller leaves out a value whose own rule it has already checked (spend-ask.ts).
  */
-export function checkShape(
-  input: unknown,
-  shape: (value: unknown) => unknown,
-  keys: Set<string>,
-  netted: (input: Record<string, unknown>) => unknown = (i) => i,
-): ErrorCode | undefined {
+export function checkShape(input: unknown, shape: Shape, netted: (input: Record<string, unknown>) => unknown = (i) => i): ErrorCode | undefined {
   if (!isPlainObject(input)) return "BODY_INVALID";
   if (holdsCardNumber(netted(input))) return "CARD_NUMBER_REFUSED";
-  const result = shape(input);
-  if (!(result instanceof type.errors)) return undefined;
-  if (result.some((e) => !keys.has(String(e.path[0])))) return "FIELD_UNKNOWN";
+  const result = shape.check(input);
+  if (!isArkErrors(result)) return undefined;
+  if (result.some((e) => !shape.keys.has(String(e.path[0])))) return "FIELD_UNKNOWN";
   if (result.some((e) => e.code === "required")) return "FIELD_MISSING";
   return "BODY_INVALID";
 }
@@ -158,7 +164,7 @@ export function checkShape(
  * anything else throws RangeError, a configuration fault to catch at start-up.
  */
 export function validatePayAsk(input: unknown, limits: { maxAmount?: string } = {}): AskCheck<PayAsk> {
-  const shapeCode = checkShape(input, PayShape, PAY_KEYS);
+  const shapeCode = checkShape(input, shapes().pay);
   if (shapeCode !== undefined) return fail(shapeCode);
   const o = input as Record<string, unknown>;
   const approvalId = approvalIdRule(o.approval_id);
@@ -192,7 +198,7 @@ export function validatePayAsk(input: unknown, limits: { maxAmount?: string } = 
 
 /** An account ask as the approver receives it, checked in the order in this file's header. */
 export function validateAccountAsk(input: unknown): AskCheck<AccountAsk> {
-  const shapeCode = checkShape(input, AccountShape, ACCOUNT_KEYS);
+  const shapeCode = checkShape(input, shapes().account);
   if (shapeCode !== undefined) return fail(shapeCode);
   const o = input as Record<string, unknown>;
   const approvalId = approvalIdRule(o.approval_id);

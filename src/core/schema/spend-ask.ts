@@ -13,13 +13,13 @@
 //  3. FIELD_UNKNOWN, 4. FIELD_MISSING
 //  5. the fields, in this order: approval_id, reservation_id, tool, price_mc, key_id, key_name,
 //     org_id, org_name, params_sha256, preview_cut, preview (the preview's check needs both)
-import { type } from "arktype";
 import type { SpendAsk } from "../asks.ts";
 import type { ErrorCode } from "../errors.ts";
 import { isApprovalId, isSafeRef } from "../ids.ts";
 import { MAX_PRICE_MC } from "../money/millicents.ts";
 import { sha256Hex } from "../receipt/hash.ts";
-import { type AskCheck, checkShape } from "./ask.ts";
+import { schemas } from "./ark.ts";
+import { type AskCheck, checkShape, shapeOf } from "./ask.ts";
 import { codePointCount } from "./url.ts";
 
 /** The longest preview, in code points; the desk cuts the canonical JSON of the arguments here. */
@@ -30,22 +30,24 @@ const NAME_MAX = 200;
 const DESK_TOOL = /^[a-z][a-z0-9-]{0,31}__[A-Za-z0-9_.-]{1,128}$/;
 const HEX64 = /^[0-9a-f]{64}$/;
 
-const SpendShape = type({
-  "+": "reject",
-  approval_id: "unknown",
-  reservation_id: "unknown",
-  tool: "unknown",
-  price_mc: "unknown",
-  key_id: "unknown",
-  key_name: "unknown",
-  org_id: "unknown",
-  org_name: "unknown",
-  params_sha256: "unknown",
-  preview: "unknown",
-  preview_cut: "unknown",
-});
-
-const SPEND_KEYS = new Set(SpendShape.props.map((p) => p.key));
+const spendShape = schemas(({ type }) =>
+  shapeOf(
+    type({
+      "+": "reject",
+      approval_id: "unknown",
+      reservation_id: "unknown",
+      tool: "unknown",
+      price_mc: "unknown",
+      key_id: "unknown",
+      key_name: "unknown",
+      org_id: "unknown",
+      org_name: "unknown",
+      params_sha256: "unknown",
+      preview: "unknown",
+      preview_cut: "unknown",
+    }),
+  ),
+);
 
 /** The net reads every value but a well-formed hash (see step 2 above). */
 const withoutHash = (o: Record<string, unknown>): unknown =>
@@ -73,7 +75,7 @@ function previewRule(preview: unknown, cut: boolean, paramsSha256: string): bool
 
 /** A spend ask as the approver receives it, checked in the order in this file's header. */
 export function validateSpendAsk(input: unknown): AskCheck<SpendAsk> {
-  const shapeCode = checkShape(input, SpendShape, SPEND_KEYS, withoutHash);
+  const shapeCode = checkShape(input, spendShape(), withoutHash);
   if (shapeCode !== undefined) return { ok: false, code: shapeCode };
   const o = input as Record<string, unknown>;
   const rules: [boolean, ErrorCode][] = [
