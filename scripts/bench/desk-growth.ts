@@ -7,7 +7,9 @@
 //     and until it answers a clearing (median of three), in wall time and in the desk's CPU time
 //     (which a loaded machine stretches less);
 //   - housekeeping: sequential calls over two runs of the sweeps (--upstream-timeout 5 makes them
-//     run every 7.5 s), their p99.9 and the longest;
+//     run every 7.5 s), their p99.9 and the longest; and the same over a window as long on the
+//     same desk restarted with --upstream-timeout 300 (no sweep due for 155 s), the baseline that
+//     tells the sweeps' stalls from the machine's;
 //   - the ledger file and its WAL, and the bytes per stored call;
 //   - the whole ledger's export (GET /admin/receipts, read by curl in a process of its own, so the
 //     probe's latency is the desk's and not this process's) while a probe keeps clearing calls: its wall
@@ -84,7 +86,8 @@ const upstream = Bun.spawn(
   { stdout: "pipe", stderr: "inherit" },
 );
 const upstreamUrl = await firstLine(upstream.stdout as ReadableStream<Uint8Array>, /(http:\/\/\S+)\n/);
-const start = () => startDesk([BINARY], TOKEN, { data: dataDir, flags: ["--upstream-timeout", "5"] });
+/** The desk on the kept data directory; `timeoutS` sets how often the sweeps run ((timeout + 10 s) / 2). */
+const start = (timeoutS = 5) => startDesk([BINARY], TOKEN, { data: dataDir, flags: ["--upstream-timeout", String(timeoutS)] });
 let desk: BenchDesk = await start();
 
 type Figures = {
@@ -99,6 +102,9 @@ type Figures = {
   sweepP999: number;
   sweepMax: number;
   sweepOver20: number;
+  quietP999: number;
+  quietMax: number;
+  quietOver20: number;
   dbBytes: number;
   walBytes: number;
   exportSeconds: number;
@@ -236,6 +242,14 @@ try {
     const { value: seq, growthMb: callsRssGrowthMb } = await sampled(desk.proc.pid, () => probe((n) => n >= SEQUENTIAL));
     const windowEnd = performance.now() + 2 * SWEEP_EVERY_MS + 1000;
     const window = await probe(() => performance.now() >= windowEnd);
+    // The baseline: as long a window with no sweep due, then the desk as it was.
+    await desk.stop();
+    desk = await start(300);
+    await probe((n) => n >= 300);
+    const quietEnd = performance.now() + 2 * SWEEP_EVERY_MS + 1000;
+    const quiet = await probe(() => performance.now() >= quietEnd);
+    await desk.stop();
+    desk = await start();
     const figures: Figures = {
       size: stored,
       load: loadAverage(),
@@ -246,6 +260,9 @@ try {
       sweepP999: quantile(window, 0.999),
       sweepMax: Math.max(...window),
       sweepOver20: window.filter((x) => x > 20).length,
+      quietP999: quantile(quiet, 0.999),
+      quietMax: Math.max(...quiet),
+      quietOver20: quiet.filter((x) => x > 20).length,
       dbBytes: sizeOf(join(dataDir, "desk.db")),
       walBytes: sizeOf(join(dataDir, "desk.db-wal")),
       ...(await exportWhole()),
@@ -275,6 +292,9 @@ try {
     ["calls over two sweeps p99.9 (ms)", (f) => f.sweepP999, (n) => n.toFixed(2), ""],
     ["calls over two sweeps, longest (ms)", (f) => f.sweepMax, (n) => n.toFixed(2), "no stall > 20"],
     ["  of them over 20 ms", (f) => f.sweepOver20, (n) => n.toFixed(0), ""],
+    ["as long with no sweep due p99.9 (ms)", (f) => f.quietP999, (n) => n.toFixed(2), ""],
+    ["as long with no sweep due, longest (ms)", (f) => f.quietMax, (n) => n.toFixed(2), ""],
+    ["  of them over 20 ms", (f) => f.quietOver20, (n) => n.toFixed(0), "the machine's own"],
     ["ledger file (MB)", (f) => f.dbBytes / 2 ** 20, (n) => n.toFixed(1), ""],
     ["bytes per stored call", (f) => (f.size === 0 ? Number.NaN : f.dbBytes / f.size), (n) => n.toFixed(0), "<= 1,200"],
     ["WAL (MB)", (f) => f.walBytes / 2 ** 20, (n) => n.toFixed(1), "bounded"],
@@ -289,11 +309,11 @@ try {
   ];
   const cell = (s: string, w: number) => s.padStart(w);
   console.log("");
-  console.log(`${"".padEnd(38)}${all.map((f) => cell(`at ${f.size}`, 14)).join("")}${cell("ratio", 9)}   target`);
+  console.log(`${"".padEnd(42)}${all.map((f) => cell(`at ${f.size}`, 14)).join("")}${cell("ratio", 9)}   target`);
   for (const [name, get, fmt, target] of rows) {
     const last = get(all[all.length - 1]!);
     const ratio = last / get(zero);
-    console.log(`${name.padEnd(38)}${all.map((f) => cell(fmt(get(f)), 14)).join("")}${cell(Number.isFinite(ratio) ? ratio.toFixed(2) : "-", 9)}   ${target}`);
+    console.log(`${name.padEnd(42)}${all.map((f) => cell(fmt(get(f)), 14)).join("")}${cell(Number.isFinite(ratio) ? ratio.toFixed(2) : "-", 9)}   ${target}`);
   }
   console.log(`calls answered other than 200: ${failed}`);
   console.log(`load average at each size: ${all.map((f) => f.load).join(" | ")}; whole run ${((performance.now() - t0) / 60_000).toFixed(1)} min`);
