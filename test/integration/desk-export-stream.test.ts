@@ -6,6 +6,7 @@
 import { afterAll, beforeAll, expect, test } from "bun:test";
 import { renameSync } from "node:fs";
 import { join } from "node:path";
+import { MAX_EXPORT_THREADS } from "../../src/adapters/sqlite/desk/export-thread.ts";
 import { SqliteDeskLedger } from "../../src/adapters/sqlite/desk/ledger.ts";
 import { chunksOfPages, EXPORT_PAGE } from "../../src/core/desk/receipts.ts";
 import { startUpstreamFixture, type UpstreamFixture } from "../fixtures/upstream-server.ts";
@@ -132,4 +133,45 @@ test("the export thread refuses a file put in the ledger's place since the desk 
   } finally {
     await ledger.close();
   }
+});
+
+test("at most MAX_EXPORT_THREADS exports read at once: a further one waits for a place, then exports the same lines", { timeout: 60_000 }, async () => {
+  await using t = await makeDeskOnFixture(fx.url, { tools: ["fx__echo"], priceMc: 1, upstreamCostMc: 0 });
+  const key = await t.makeKey({ budget_mc: 1_000_000, reset: "none", allow: ["fx__echo"] });
+  for (let i = 0; i < 5; i++) expect((await t.call(key.secret, "fx__echo", { text: `call ${i}` })).status).toBe(200);
+  const threads = t.ledger.testOnlyExportThreads()!;
+  const all = () => t.ledger.records.exportChunks({ orgId: null, sinceMs: null })[Symbol.asyncIterator]();
+  const readers = Array.from({ length: MAX_EXPORT_THREADS }, all);
+  for (const r of readers) expect((await r.next()).done).toBe(false);
+  expect(threads.testOnlyRunning()).toBe(MAX_EXPORT_THREADS);
+
+  const waiting = all();
+  let firstOfWaiting: IteratorResult<Uint8Array> | null = null;
+  const pulled = waiting.next().then((r) => (firstOfWaiting = r));
+  await Bun.sleep(200);
+  expect(firstOfWaiting).toBeNull();
+  expect(threads.testOnlyQueued()).toBe(1);
+  expect(threads.testOnlyRunning()).toBe(MAX_EXPORT_THREADS);
+
+  // one reader gives up: its place goes to the export waiting
+  await readers[0]!.return!(undefined);
+  await pulled;
+  expect(threads.testOnlyQueued()).toBe(0);
+  expect(threads.testOnlyRunning()).toBe(MAX_EXPORT_THREADS);
+  let lines = linesIn(firstOfWaiting!.value!);
+  for (let next = await waiting.next(); !next.done; next = await waiting.next()) lines += linesIn(next.value);
+  expect(lines).toBe(5);
+
+  // the ledger closing fails an export still waiting for a place
+  const filler = all();
+  expect((await filler.next()).done).toBe(false);
+  expect(threads.testOnlyRunning()).toBe(MAX_EXPORT_THREADS);
+  const third = all();
+  const refused = third.next();
+  refused.catch(() => {});
+  await Bun.sleep(50);
+  expect(threads.testOnlyQueued()).toBe(1);
+  threads.close();
+  await expect(refused).rejects.toThrow("the ledger was closed during the receipts export");
+  expect(threads.testOnlyRunning()).toBe(0);
 });

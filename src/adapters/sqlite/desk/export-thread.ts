@@ -13,10 +13,21 @@ export type FromExportThread = { op: "chunk"; bytes: Uint8Array } | { op: "done"
 
 export type ExportSource = { path: string; identity: FileIdentity; busyTimeoutMs: number };
 
+/**
+ * Export threads at once; a further export waits for one to end before it reads. Each thread
+ * is a heap and a connection of its own (~8 MB), so exports asked for together must not add up
+ * to more than the desk's memory bound.
+ */
+export const MAX_EXPORT_THREADS = 2;
+
 /** Export threads running now, ended when the ledger closes (a reader that never finishes must not outlive it). */
 export class ExportThreads {
   /** Each running thread, and how to fail the export it serves. */
   private readonly running = new Map<Worker, (err: Error) => void>();
+  /** Exports holding one of the MAX_EXPORT_THREADS places (a thread, or about to start one). */
+  private admitted = 0;
+  /** Exports waiting for a place, first come first served: each is handed one, or failed when the ledger closes. */
+  private readonly queued: { go: () => void; fail: (err: Error) => void }[] = [];
   /** Chunks the threads have been asked for, and answers they gave, in all (tests of the back-pressure). */
   testOnlyChunksAsked = 0;
   testOnlyAnswers = 0;
@@ -25,6 +36,28 @@ export class ExportThreads {
 
   /** The export up to rowid `last`, a chunk per pull; the thread ends with the iteration, however it ends. */
   async *chunks(filter: ExportFilter, last: number): AsyncGenerator<Uint8Array> {
+    await this.place();
+    try {
+      yield* this.threadChunks(filter, last);
+    } finally {
+      // the place passes to the first export waiting, or is given back
+      const next = this.queued.shift();
+      if (next === undefined) this.admitted--;
+      else next.go();
+    }
+  }
+
+  private async place(): Promise<void> {
+    if (this.admitted < MAX_EXPORT_THREADS) {
+      this.admitted++;
+      return;
+    }
+    const { promise, resolve, reject } = Promise.withResolvers<void>();
+    this.queued.push({ go: resolve, fail: reject });
+    await promise;
+  }
+
+  private async *threadChunks(filter: ExportFilter, last: number): AsyncGenerator<Uint8Array> {
     // smol: a heap that collects more eagerly, since the thread's garbage is what it just sent
     const worker = new Worker(workerUrl("receiptExport"), { smol: true });
     let waiting: { resolve: (m: FromExportThread) => void; reject: (err: Error) => void } | null = null;
@@ -77,6 +110,11 @@ export class ExportThreads {
     return this.running.size;
   }
 
+  /** Exports waiting for a thread (tests). */
+  testOnlyQueued(): number {
+    return this.queued.length;
+  }
+
   /** Ends every export thread still running. */
   close(): void {
     for (const [worker, fail] of this.running) {
@@ -84,5 +122,6 @@ export class ExportThreads {
       fail(new Error("the ledger was closed during the receipts export"));
     }
     this.running.clear();
+    for (const place of this.queued.splice(0)) place.fail(new Error("the ledger was closed during the receipts export"));
   }
 }
