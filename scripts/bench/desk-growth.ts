@@ -242,6 +242,8 @@ try {
     const { value: seq, growthMb: callsRssGrowthMb } = await sampled(desk.proc.pid, () => probe((n) => n >= SEQUENTIAL));
     const windowEnd = performance.now() + 2 * SWEEP_EVERY_MS + 1000;
     const window = await probe(() => performance.now() >= windowEnd);
+    // read before the restart below, which checkpoints the WAL away
+    const walBytes = sizeOf(join(dataDir, "desk.db-wal"));
     // The baseline: as long a window with no sweep due, then the desk as it was.
     await desk.stop();
     desk = await start(300);
@@ -264,7 +266,7 @@ try {
       quietMax: Math.max(...quiet),
       quietOver20: quiet.filter((x) => x > 20).length,
       dbBytes: sizeOf(join(dataDir, "desk.db")),
-      walBytes: sizeOf(join(dataDir, "desk.db-wal")),
+      walBytes,
       ...(await exportWhole()),
     };
     console.log(
