@@ -3,14 +3,20 @@
 // (test/integration/ledger-contract-*.test.ts) that only says how to open a fresh ledger.
 import { describe, expect, test } from "bun:test";
 import { checkLedger } from "../../src/core/desk/check.ts";
+import { type PlainOutcome, type ReceiptOutcome, statusOf } from "../../src/core/desk/outcomes.ts";
 import { hourOf, periodOf, type Reset } from "../../src/core/desk/period.ts";
 import { type CallContext, type DeskLedger, LedgerConflict, type ReserveResult, type StoredReceipt } from "../../src/core/desk/ports.ts";
 import { receiptMakerFor } from "../../src/core/desk/receipt-maker.ts";
-import type { NewKey, ReceiptRecord } from "../../src/core/desk/records.ts";
+import type { AuditEntry, AuditFilter, NewKey, ReceiptRecord } from "../../src/core/desk/records.ts";
 import { newKeySecret } from "../../src/core/desk/secrets.ts";
 import { generateSigningKey, loadSigner, openEnvelope, ReceiptKeys } from "../../src/core/receipt/index.ts";
 
-export type LedgerUnderTest = { ledger: DeskLedger; close(): Promise<void> | void };
+export type LedgerUnderTest = {
+  ledger: DeskLedger;
+  close(): Promise<void> | void;
+  /** The rows the adapter's audit table holds (read around the port, to see what a call wrote). */
+  auditRows?: () => Promise<number>;
+};
 
 /**
  * Opens a ledger, runs `body` on it, and closes it. With `sound` (the default), whatever the test
@@ -19,12 +25,12 @@ export type LedgerUnderTest = { ledger: DeskLedger; close(): Promise<void> | voi
  */
 export async function onLedger(
   open: () => Promise<LedgerUnderTest> | LedgerUnderTest,
-  body: (ledger: DeskLedger) => Promise<void>,
+  body: (ledger: DeskLedger, opened: LedgerUnderTest) => Promise<void>,
   { sound = true } = {},
 ): Promise<void> {
   const opened = await open();
   try {
-    await body(opened.ledger);
+    await body(opened.ledger, opened);
     if (sound) expect((await checkLedger(opened.ledger)).problems).toEqual([]);
   } finally {
     await opened.close();
@@ -157,11 +163,127 @@ export function exportContract(adapter: string, open: () => Promise<LedgerUnderT
   );
 }
 
+/**
+ * The audit log of a mix of calls (charged, refunded, abandoned, refused with and without a
+ * receipt, released) is the list the write path recorded, one entry per call as every call's
+ * audit row was written before a receipted call's entry came from its receipt: at every filter
+ * and limit, oldest first, and at one millisecond the receipt's entry first. A receipted call
+ * adds no audit row; a call without a receipt adds one. Part of ledgerContract, and run alone on
+ * SQLite in memory.
+ */
+export function auditContract(adapter: string, open: () => Promise<LedgerUnderTest> | LedgerUnderTest): void {
+  test(
+    `ledger contract (${adapter}): the audit log answers each call as it was recorded; a receipted call adds no audit row`,
+    () =>
+      onLedger(open, async (ledger, opened) => {
+        const f = await fixture(ledger);
+        const a = await f.addKey({ orgId: "org_a", budgetMc: 1_000 });
+        const b = await f.addKey({ orgId: "org_b", budgetMc: 300 });
+        const c = await f.addKey({ orgId: "org_a", budgetMc: 1_000 });
+        const recorded: AuditEntry[] = [];
+        // What every call's audit row said (the write path before receipted calls were read out of their receipts).
+        const note = (ctx: CallContext, outcome: ReceiptOutcome | PlainOutcome, receiptId: string | null) =>
+          recorded.push({
+            at: ctx.now,
+            orgId: ctx.key.orgId,
+            keyId: ctx.key.id,
+            tool: ctx.tool,
+            outcome,
+            httpStatus: statusOf(outcome),
+            priceMc: ctx.priceMc,
+            upstreamCostMc: ctx.upstreamCostMc,
+            marginMc: outcome === "charged" ? ctx.priceMc - ctx.upstreamCostMc : 0,
+            receiptId,
+          });
+        const rows = async () => (opened.auditRows === undefined ? null : await opened.auditRows());
+        const addsRows = async (n: number, call: () => Promise<void>) => {
+          const before = await rows();
+          await call();
+          expect(await rows()).toBe(before === null ? null : before + n);
+        };
+        let t = T0;
+        const settled = (keyId: string, priceMc: number, outcome: "charged" | "refunded_upstream_error" | "refunded_abandoned") =>
+          addsRows(0, async () => {
+            const ctx = await f.ctx(keyId, priceMc, (t += 7));
+            const r = await ledger.money.reserve(ctx, make);
+            if (r.kind !== "reserved") throw new Error(`expected a reservation, got ${r.kind}`);
+            const s = await f.settle(r.reservationId, outcome, (t += 3));
+            if (s.kind !== "settled") throw new Error(`expected a settlement, got ${s.kind}`);
+            note({ ...ctx, now: t }, outcome, s.receipt.id);
+          });
+        const plain = (keyId: string, priceMc: number, outcome: PlainOutcome, tool = "up__echo") =>
+          addsRows(1, async () => {
+            const ctx = await f.ctx(keyId, priceMc, (t += 7), tool);
+            await ledger.money.recordPlainRefusal(ctx, outcome);
+            note(ctx, outcome, null);
+          });
+
+        await settled(a.id, 100, "charged");
+        await settled(b.id, 100, "refunded_upstream_error");
+        await addsRows(0, async () => {
+          const ctx = await f.ctx(a.id, 100, (t += 7), "up__other");
+          note(ctx, "refused_not_allowed", (await ledger.money.refuseNotAllowed(ctx, make)).receipt.id);
+        });
+        await plain(c.id, 0, "refused_tool_unknown", "up__nope");
+        await settled(b.id, 200, "charged");
+        await addsRows(0, async () => {
+          const ctx = await f.ctx(b.id, 200, (t += 7));
+          const r = await ledger.money.reserve(ctx, make);
+          if (r.kind !== "no_room") throw new Error(`expected no room, got ${r.kind}`);
+          note(ctx, "refused_budget", r.receipt.id);
+        });
+        await addsRows(1, async () => {
+          const ctx = await f.ctx(a.id, 100, (t += 7));
+          const r = await ledger.money.reserve(ctx, make);
+          if (r.kind !== "reserved") throw new Error(`expected a reservation, got ${r.kind}`);
+          expect((await ledger.money.release(r.reservationId, ctx, "refused_approver_unavailable")).released).toBe(true);
+          note(ctx, "refused_approver_unavailable", null);
+        });
+        await settled(c.id, 100, "refunded_abandoned");
+        await plain(a.id, 100, "refused_rate_limited");
+        await settled(c.id, 50, "charged");
+        // One millisecond, a refusal written before a charge: the charge's entry is answered first.
+        await plain(a.id, 30, "refused_args_invalid");
+        const tie = t;
+        await addsRows(0, async () => {
+          const ctx = await f.ctx(a.id, 30, tie);
+          const r = await ledger.money.reserve(ctx, make);
+          if (r.kind !== "reserved") throw new Error(`expected a reservation, got ${r.kind}`);
+          const s = await f.settle(r.reservationId, "charged", tie);
+          if (s.kind !== "settled") throw new Error(`expected a settlement, got ${s.kind}`);
+          note(ctx, "charged", s.receipt.id);
+        });
+        await settled(b.id, 0, "charged");
+
+        const expected = [...recorded].sort((x, y) => x.at - y.at || Number(x.receiptId === null) - Number(y.receiptId === null));
+        expect(recorded.filter((e) => e.at === tie).map((e) => e.outcome)).toEqual(["refused_args_invalid", "charged"]);
+        expect(expected.filter((e) => e.at === tie).map((e) => e.outcome)).toEqual(["charged", "refused_args_invalid"]);
+        if (opened.auditRows !== undefined) expect(await opened.auditRows()).toBe(recorded.filter((e) => e.receiptId === null).length);
+        expect(await ledger.records.audit({ orgId: null, keyId: null, sinceMs: null, limit: 1_000 })).toEqual(expected);
+        for (const orgId of [null, "org_a", "org_b", "org_none"]) {
+          for (const keyId of [null, a.id, b.id]) {
+            for (const sinceMs of [null, T0 + 30, tie]) {
+              for (const limit of [1, 2, 5, 100]) {
+                const filter: AuditFilter = { orgId, keyId, sinceMs, limit };
+                const want = expected
+                  .filter((e) => (orgId === null || e.orgId === orgId) && (keyId === null || e.keyId === keyId) && (sinceMs === null || e.at >= sinceMs))
+                  .slice(0, limit);
+                expect({ filter, answer: await ledger.records.audit(filter) }).toEqual({ filter, answer: want });
+              }
+            }
+          }
+        }
+      }),
+    30_000,
+  );
+}
+
 export function ledgerContract(adapter: string, open: () => Promise<LedgerUnderTest>): void {
   const withLedger = (name: string, body: (f: Fixture) => Promise<void>, timeoutMs = 20_000) =>
     test(name, () => onLedger(open, async (ledger) => body(await fixture(ledger))), timeoutMs);
 
   exportContract(adapter, open);
+  auditContract(adapter, open);
 
   describe(`ledger contract (${adapter}): orgs and keys`, () => {
     withLedger("an org and a key read back as created; a key is found by its secret only", async (f) => {
