@@ -80,11 +80,13 @@ export class PostgresRecords implements RecordStore {
       ),
     )) as AuditRow[];
     // A key's receipts by its chain (its write order), the others by n (receipts_org_n within an org).
+    // OFFSET 0 keeps the kept-row test one index probe per receipt read: as an anti-join,
+    // PostgreSQL may read every kept row for each page.
     const signed = conditions({ key_id: f.keyId, org_id: f.orgId }, { issued_at: bigOrNull(f.sinceMs) });
     const receipts = (await this.db.run((sql) =>
       sql.unsafe(
         `SELECT issued_at, payload FROM receipts ${signed.sql === "" ? "WHERE" : `${signed.sql} AND`}
-           NOT EXISTS (SELECT 1 FROM audit kept WHERE kept.receipt_id = receipts.id)
+           NOT EXISTS (SELECT 1 FROM audit kept WHERE kept.receipt_id = receipts.id OFFSET 0)
          ORDER BY ${f.keyId === null ? "n" : "seq"} LIMIT $${signed.params.length + 1}::integer`,
         [...signed.params, f.limit],
       ),

@@ -468,7 +468,8 @@ CREATE INDEX alerts_leased ON alerts(leased_by) WHERE leased_until IS NOT NULL;
 // table keeps the calls without a receipt. An audit row whose receipt says exactly what it says
 // (at = issued_at, and every other column as the receipt derives it) is deleted, the append-only
 // trigger off for this transaction only; a row that says anything else is kept and answered as
-// it is. audit_receipt finds the kept rows, so their receipts are not answered twice.
+// it is. audit_receipt finds the kept rows, so their receipts are not answered twice; it sorts
+// as receipts.id does ("C"), or a comparison with it could not use the index.
 const V8_AUDIT_FROM_RECEIPTS = `
 ALTER TABLE audit DISABLE TRIGGER audit_append_only;
 DELETE FROM audit a USING receipts r
@@ -478,7 +479,7 @@ DELETE FROM audit a USING receipts r
    AND a.price_mc = (r.payload::jsonb ->> 'price_mc')::bigint AND a.upstream_cost_mc = (r.payload::jsonb ->> 'upstream_cost_mc')::bigint
    AND a.margin_mc = CASE WHEN r.outcome = 'charged' THEN a.price_mc - a.upstream_cost_mc ELSE 0 END;
 ALTER TABLE audit ENABLE TRIGGER audit_append_only;
-CREATE INDEX audit_receipt ON audit(receipt_id) WHERE receipt_id IS NOT NULL;
+CREATE INDEX audit_receipt ON audit(receipt_id COLLATE "C") WHERE receipt_id IS NOT NULL;
 `;
 
 export const POSTGRES_MIGRATIONS: readonly Migration[] = [
