@@ -163,12 +163,98 @@ export function exportContract(adapter: string, open: () => Promise<LedgerUnderT
   );
 }
 
+/** What a mix of calls recorded: one entry per call, in the order written, as its audit row said before a receipted call's entry came from its receipt. */
+export type AuditMix = { recorded: AuditEntry[]; keyIds: string[]; tie: number | null };
+
 /**
- * The audit log of a mix of calls (charged, refunded, abandoned, refused with and without a
- * receipt, released) is the list the write path recorded, one entry per call as every call's
- * audit row was written before a receipted call's entry came from its receipt: at every filter
- * and limit, oldest first, and at one millisecond the receipt's entry first. A receipted call
- * adds no audit row; a call without a receipt adds one. Part of ledgerContract, and run alone on
+ * Writes a mix of calls on `ledger` (charged, refunded, abandoned, refused with and without a
+ * receipt, released) on keys of two orgs, each at its own millisecond, and with `tie` a refusal
+ * and then a charge at one millisecond; `after` sees each call's entry once the call is written.
+ */
+export async function writeAuditMix(
+  ledger: DeskLedger,
+  { tie = true, after = async () => {} }: { tie?: boolean; after?: (entry: AuditEntry) => Promise<void> } = {},
+): Promise<AuditMix> {
+  const f = await fixture(ledger);
+  const a = await f.addKey({ orgId: "org_a", budgetMc: 1_000 });
+  const b = await f.addKey({ orgId: "org_b", budgetMc: 300 });
+  const c = await f.addKey({ orgId: "org_a", budgetMc: 1_000 });
+  const recorded: AuditEntry[] = [];
+  // What every call's audit row said (the write path before receipted calls were read out of their receipts).
+  const note = async (ctx: CallContext, outcome: ReceiptOutcome | PlainOutcome, receiptId: string | null) => {
+    const entry: AuditEntry = {
+      at: ctx.now,
+      orgId: ctx.key.orgId,
+      keyId: ctx.key.id,
+      tool: ctx.tool,
+      outcome,
+      httpStatus: statusOf(outcome),
+      priceMc: ctx.priceMc,
+      upstreamCostMc: ctx.upstreamCostMc,
+      marginMc: outcome === "charged" ? ctx.priceMc - ctx.upstreamCostMc : 0,
+      receiptId,
+    };
+    recorded.push(entry);
+    await after(entry);
+  };
+  let t = T0;
+  const settled = async (keyId: string, priceMc: number, outcome: "charged" | "refunded_upstream_error" | "refunded_abandoned", at?: number) => {
+    const ctx = await f.ctx(keyId, priceMc, at ?? (t += 7));
+    const r = await ledger.money.reserve(ctx, make);
+    if (r.kind !== "reserved") throw new Error(`expected a reservation, got ${r.kind}`);
+    const now = at ?? (t += 3);
+    const s = await f.settle(r.reservationId, outcome, now);
+    if (s.kind !== "settled") throw new Error(`expected a settlement, got ${s.kind}`);
+    await note({ ...ctx, now }, outcome, s.receipt.id);
+  };
+  const plain = async (keyId: string, priceMc: number, outcome: PlainOutcome, tool = "up__echo") => {
+    const ctx = await f.ctx(keyId, priceMc, (t += 7), tool);
+    await ledger.money.recordPlainRefusal(ctx, outcome);
+    await note(ctx, outcome, null);
+  };
+
+  await settled(a.id, 100, "charged");
+  await settled(b.id, 100, "refunded_upstream_error");
+  const notAllowed = await f.ctx(a.id, 100, (t += 7), "up__other");
+  await note(notAllowed, "refused_not_allowed", (await ledger.money.refuseNotAllowed(notAllowed, make)).receipt.id);
+  await plain(c.id, 0, "refused_tool_unknown", "up__nope");
+  await settled(b.id, 200, "charged");
+  const noRoom = await f.ctx(b.id, 200, (t += 7));
+  const refused = await ledger.money.reserve(noRoom, make);
+  if (refused.kind !== "no_room") throw new Error(`expected no room, got ${refused.kind}`);
+  await note(noRoom, "refused_budget", refused.receipt.id);
+  const released = await f.ctx(a.id, 100, (t += 7));
+  const held = await ledger.money.reserve(released, make);
+  if (held.kind !== "reserved") throw new Error(`expected a reservation, got ${held.kind}`);
+  expect((await ledger.money.release(held.reservationId, released, "refused_approver_unavailable")).released).toBe(true);
+  await note(released, "refused_approver_unavailable", null);
+  await settled(c.id, 100, "refunded_abandoned");
+  await plain(a.id, 100, "refused_rate_limited");
+  await settled(c.id, 50, "charged");
+  // One millisecond, a refusal written before a charge.
+  await plain(a.id, 30, "refused_args_invalid");
+  if (tie) await settled(a.id, 30, "charged", t);
+  await settled(b.id, 0, "charged");
+  return { recorded, keyIds: [a.id, b.id, c.id], tie: tie ? recorded.at(-3)!.at : null };
+}
+
+/** Every filter the audit tests ask: each org (and one with nothing), each of two keys, two times, four limits. */
+export function auditFilters(mix: AuditMix): AuditFilter[] {
+  const [a, b] = mix.keyIds;
+  const times = [T0 + 30, mix.tie ?? mix.recorded.at(-2)!.at];
+  const filters: AuditFilter[] = [];
+  for (const orgId of [null, "org_a", "org_b", "org_none"]) {
+    for (const keyId of [null, a!, b!]) {
+      for (const sinceMs of [null, ...times]) for (const limit of [1, 2, 5, 100]) filters.push({ orgId, keyId, sinceMs, limit });
+    }
+  }
+  return filters;
+}
+
+/**
+ * The audit log of a mix of calls is the list the write path recorded, at every filter and
+ * limit, oldest first, and at one millisecond the receipt's entry first. A receipted call adds
+ * no audit row; a call without a receipt adds one. Part of ledgerContract, and run alone on
  * SQLite in memory.
  */
 export function auditContract(adapter: string, open: () => Promise<LedgerUnderTest> | LedgerUnderTest): void {
@@ -176,102 +262,31 @@ export function auditContract(adapter: string, open: () => Promise<LedgerUnderTe
     `ledger contract (${adapter}): the audit log answers each call as it was recorded; a receipted call adds no audit row`,
     () =>
       onLedger(open, async (ledger, opened) => {
-        const f = await fixture(ledger);
-        const a = await f.addKey({ orgId: "org_a", budgetMc: 1_000 });
-        const b = await f.addKey({ orgId: "org_b", budgetMc: 300 });
-        const c = await f.addKey({ orgId: "org_a", budgetMc: 1_000 });
-        const recorded: AuditEntry[] = [];
-        // What every call's audit row said (the write path before receipted calls were read out of their receipts).
-        const note = (ctx: CallContext, outcome: ReceiptOutcome | PlainOutcome, receiptId: string | null) =>
-          recorded.push({
-            at: ctx.now,
-            orgId: ctx.key.orgId,
-            keyId: ctx.key.id,
-            tool: ctx.tool,
-            outcome,
-            httpStatus: statusOf(outcome),
-            priceMc: ctx.priceMc,
-            upstreamCostMc: ctx.upstreamCostMc,
-            marginMc: outcome === "charged" ? ctx.priceMc - ctx.upstreamCostMc : 0,
-            receiptId,
-          });
         const rows = async () => (opened.auditRows === undefined ? null : await opened.auditRows());
-        const addsRows = async (n: number, call: () => Promise<void>) => {
-          const before = await rows();
-          await call();
-          expect(await rows()).toBe(before === null ? null : before + n);
-        };
-        let t = T0;
-        const settled = (keyId: string, priceMc: number, outcome: "charged" | "refunded_upstream_error" | "refunded_abandoned") =>
-          addsRows(0, async () => {
-            const ctx = await f.ctx(keyId, priceMc, (t += 7));
-            const r = await ledger.money.reserve(ctx, make);
-            if (r.kind !== "reserved") throw new Error(`expected a reservation, got ${r.kind}`);
-            const s = await f.settle(r.reservationId, outcome, (t += 3));
-            if (s.kind !== "settled") throw new Error(`expected a settlement, got ${s.kind}`);
-            note({ ...ctx, now: t }, outcome, s.receipt.id);
-          });
-        const plain = (keyId: string, priceMc: number, outcome: PlainOutcome, tool = "up__echo") =>
-          addsRows(1, async () => {
-            const ctx = await f.ctx(keyId, priceMc, (t += 7), tool);
-            await ledger.money.recordPlainRefusal(ctx, outcome);
-            note(ctx, outcome, null);
-          });
-
-        await settled(a.id, 100, "charged");
-        await settled(b.id, 100, "refunded_upstream_error");
-        await addsRows(0, async () => {
-          const ctx = await f.ctx(a.id, 100, (t += 7), "up__other");
-          note(ctx, "refused_not_allowed", (await ledger.money.refuseNotAllowed(ctx, make)).receipt.id);
+        let before = await rows();
+        const mix = await writeAuditMix(ledger, {
+          after: async (entry) => {
+            const now = await rows();
+            expect({ entry, added: before === null || now === null ? null : now - before }).toEqual({
+              entry,
+              added: opened.auditRows === undefined ? null : entry.receiptId === null ? 1 : 0,
+            });
+            before = now;
+          },
         });
-        await plain(c.id, 0, "refused_tool_unknown", "up__nope");
-        await settled(b.id, 200, "charged");
-        await addsRows(0, async () => {
-          const ctx = await f.ctx(b.id, 200, (t += 7));
-          const r = await ledger.money.reserve(ctx, make);
-          if (r.kind !== "no_room") throw new Error(`expected no room, got ${r.kind}`);
-          note(ctx, "refused_budget", r.receipt.id);
-        });
-        await addsRows(1, async () => {
-          const ctx = await f.ctx(a.id, 100, (t += 7));
-          const r = await ledger.money.reserve(ctx, make);
-          if (r.kind !== "reserved") throw new Error(`expected a reservation, got ${r.kind}`);
-          expect((await ledger.money.release(r.reservationId, ctx, "refused_approver_unavailable")).released).toBe(true);
-          note(ctx, "refused_approver_unavailable", null);
-        });
-        await settled(c.id, 100, "refunded_abandoned");
-        await plain(a.id, 100, "refused_rate_limited");
-        await settled(c.id, 50, "charged");
-        // One millisecond, a refusal written before a charge: the charge's entry is answered first.
-        await plain(a.id, 30, "refused_args_invalid");
-        const tie = t;
-        await addsRows(0, async () => {
-          const ctx = await f.ctx(a.id, 30, tie);
-          const r = await ledger.money.reserve(ctx, make);
-          if (r.kind !== "reserved") throw new Error(`expected a reservation, got ${r.kind}`);
-          const s = await f.settle(r.reservationId, "charged", tie);
-          if (s.kind !== "settled") throw new Error(`expected a settlement, got ${s.kind}`);
-          note(ctx, "charged", s.receipt.id);
-        });
-        await settled(b.id, 0, "charged");
-
+        const { recorded, tie } = mix;
         const expected = [...recorded].sort((x, y) => x.at - y.at || Number(x.receiptId === null) - Number(y.receiptId === null));
         expect(recorded.filter((e) => e.at === tie).map((e) => e.outcome)).toEqual(["refused_args_invalid", "charged"]);
         expect(expected.filter((e) => e.at === tie).map((e) => e.outcome)).toEqual(["charged", "refused_args_invalid"]);
+        expect(expected.map((e) => e.at)).toEqual(recorded.map((e) => e.at));
         if (opened.auditRows !== undefined) expect(await opened.auditRows()).toBe(recorded.filter((e) => e.receiptId === null).length);
         expect(await ledger.records.audit({ orgId: null, keyId: null, sinceMs: null, limit: 1_000 })).toEqual(expected);
-        for (const orgId of [null, "org_a", "org_b", "org_none"]) {
-          for (const keyId of [null, a.id, b.id]) {
-            for (const sinceMs of [null, T0 + 30, tie]) {
-              for (const limit of [1, 2, 5, 100]) {
-                const filter: AuditFilter = { orgId, keyId, sinceMs, limit };
-                const want = expected
-                  .filter((e) => (orgId === null || e.orgId === orgId) && (keyId === null || e.keyId === keyId) && (sinceMs === null || e.at >= sinceMs))
-                  .slice(0, limit);
-                expect({ filter, answer: await ledger.records.audit(filter) }).toEqual({ filter, answer: want });
-              }
-            }
-          }
+        for (const filter of auditFilters(mix)) {
+          const { orgId, keyId, sinceMs, limit } = filter;
+          const want = expected
+            .filter((e) => (orgId === null || e.orgId === orgId) && (keyId === null || e.keyId === keyId) && (sinceMs === null || e.at >= sinceMs))
+            .slice(0, limit);
+          expect({ filter, answer: await ledger.records.audit(filter) }).toEqual({ filter, answer: want });
         }
       }),
     30_000,
