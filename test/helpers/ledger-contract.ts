@@ -198,32 +198,36 @@ export async function writeAuditMix(
     await after(entry);
   };
   let t = T0;
+  const later = (ms: number) => {
+    t += ms;
+    return t;
+  };
   const settled = async (keyId: string, priceMc: number, outcome: "charged" | "refunded_upstream_error" | "refunded_abandoned", at?: number) => {
-    const ctx = await f.ctx(keyId, priceMc, at ?? (t += 7));
+    const ctx = await f.ctx(keyId, priceMc, at ?? later(7));
     const r = await ledger.money.reserve(ctx, make);
     if (r.kind !== "reserved") throw new Error(`expected a reservation, got ${r.kind}`);
-    const now = at ?? (t += 3);
+    const now = at ?? later(3);
     const s = await f.settle(r.reservationId, outcome, now);
     if (s.kind !== "settled") throw new Error(`expected a settlement, got ${s.kind}`);
     await note({ ...ctx, now }, outcome, s.receipt.id);
   };
   const plain = async (keyId: string, priceMc: number, outcome: PlainOutcome, tool = "up__echo") => {
-    const ctx = await f.ctx(keyId, priceMc, (t += 7), tool);
+    const ctx = await f.ctx(keyId, priceMc, later(7), tool);
     await ledger.money.recordPlainRefusal(ctx, outcome);
     await note(ctx, outcome, null);
   };
 
   await settled(a.id, 100, "charged");
   await settled(b.id, 100, "refunded_upstream_error");
-  const notAllowed = await f.ctx(a.id, 100, (t += 7), "up__other");
+  const notAllowed = await f.ctx(a.id, 100, later(7), "up__other");
   await note(notAllowed, "refused_not_allowed", (await ledger.money.refuseNotAllowed(notAllowed, make)).receipt.id);
   await plain(c.id, 0, "refused_tool_unknown", "up__nope");
   await settled(b.id, 200, "charged");
-  const noRoom = await f.ctx(b.id, 200, (t += 7));
+  const noRoom = await f.ctx(b.id, 200, later(7));
   const refused = await ledger.money.reserve(noRoom, make);
   if (refused.kind !== "no_room") throw new Error(`expected no room, got ${refused.kind}`);
   await note(noRoom, "refused_budget", refused.receipt.id);
-  const released = await f.ctx(a.id, 100, (t += 7));
+  const released = await f.ctx(a.id, 100, later(7));
   const held = await ledger.money.reserve(released, make);
   if (held.kind !== "reserved") throw new Error(`expected a reservation, got ${held.kind}`);
   expect((await ledger.money.release(held.reservationId, released, "refused_approver_unavailable")).released).toBe(true);

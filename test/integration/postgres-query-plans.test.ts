@@ -69,6 +69,10 @@ const WHOLE_ASKED: [RegExp, string][] = [
     "migration 6's conversion: every receipt, a page at a time",
   ],
   [/FROM receipts (?:WHERE \(key_id, seq\) > \(\$1, \$2\) )?ORDER BY key_id, seq LIMIT \$\d$/, "desk check: every receipt in chain order, a page at a time"],
+  [
+    /FROM audit a LEFT JOIN receipts r ON r\.id = a\.receipt_id WHERE a\.receipt_id IS NOT NULL AND a\.id > \$1::bigint ORDER BY a\.id LIMIT \$2::integer$/,
+    "desk check: every audit row kept beside its receipt, a page at a time",
+  ],
 ];
 /**
  * Statements that run against the schema of an older version: migration 6's conversion reads

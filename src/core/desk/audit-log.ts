@@ -3,8 +3,9 @@
 // audit table keeps the calls without one (and rows migration 12 kept because they said other
 // than their receipt). Both ledgers answer through these functions, so the two cannot drift.
 import type { Receipt } from "../receipt/index.ts";
+import { printable } from "../receipt/printable.ts";
 import type { PlainOutcome, ReceiptOutcome } from "./outcomes.ts";
-import type { AuditEntry } from "./records.ts";
+import type { AuditEntry, KeptAuditRow } from "./records.ts";
 
 /** A charged call's margin is its price less the upstream's cost; any other call's is 0. */
 export function marginOf(outcome: ReceiptOutcome | PlainOutcome, priceMc: number, upstreamCostMc: number): number {
@@ -44,4 +45,37 @@ export function mergeAudit(fromReceipts: readonly AuditEntry[], fromTable: reado
     out.push(next);
   }
   return out;
+}
+
+/** The columns a kept row is compared on with what its receipt derives, by their wire names. */
+const COMPARED: [keyof AuditEntry, string][] = [
+  ["orgId", "org_id"],
+  ["keyId", "key_id"],
+  ["tool", "tool"],
+  ["outcome", "outcome"],
+  ["httpStatus", "http_status"],
+  ["priceMc", "price_mc"],
+  ["upstreamCostMc", "upstream_cost_mc"],
+  ["marginMc", "margin_mc"],
+];
+
+const shown = (v: unknown) => (typeof v === "string" ? printable(JSON.stringify(v)) : String(v));
+
+/**
+ * What desk check says of an audit row kept beside its receipt: null when it says what the
+ * receipt derives, but for an `at` at or before the receipt's issue time (the previous write
+ * path stamped the call's time, the receipt the later moment it was signed); otherwise each
+ * column that differs. A kept row is answered as it is, so one that disagrees with what was
+ * signed is named rather than hidden.
+ */
+export function keptAuditProblem({ entry, receipt }: KeptAuditRow): string | null {
+  const name = `audit row of receipt ${printable(entry.receiptId ?? "")}`;
+  if (receipt === null) return `${name}: no such receipt`;
+  const derived = auditOfReceipt(receipt.payload, receipt.issuedAt);
+  const differs = COMPARED.filter(([field]) => entry[field] !== derived[field]).map(
+    ([field, wire]) => `${wire} ${shown(entry[field])}, its receipt derives ${shown(derived[field])}`,
+  );
+  if (entry.at > receipt.issuedAt)
+    differs.unshift(`at ${new Date(entry.at).toISOString()}, after its receipt was issued at ${new Date(receipt.issuedAt).toISOString()}`);
+  return differs.length === 0 ? null : `${name}: ${differs.join("; ")}`;
 }
