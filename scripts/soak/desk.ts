@@ -23,6 +23,8 @@
 //  - receipts no client saw are the abandoned refunds and at most one per call left unanswered.
 import { writeFileSync } from "node:fs";
 import { join } from "node:path";
+import { sqlOf } from "../../src/adapters/sqlite/desk/connection.ts";
+import { SqliteRecords } from "../../src/adapters/sqlite/desk/records.ts";
 import { type Envelope, openEnvelope, ReceiptKeys, type ReceiptJwk, resultSha256 } from "../../src/core/receipt/index.ts";
 import { startUpstreamFixture } from "../../test/fixtures/upstream-server.ts";
 import { runBinary } from "../../test/helpers/binary.ts";
@@ -489,25 +491,24 @@ export async function run(options: DeskSoakOptions): Promise<DeskSoakSummary> {
         if (k.budget_mc !== budgets.get(k.id)) fail(`key ${k.id}: budget ${k.budget_mc} in the ledger, ${budgets.get(k.id)} set`);
         if (k.spent_mc > k.budget_mc) fail(`key ${k.id}: spent ${k.spent_mc} over its budget ${k.budget_mc}`);
       }
-      // The audit log: one row per receipt, with the receipt's key, outcome and status.
-      const auditRows = db.query("SELECT receipt_id, key_id, outcome, http_status FROM audit WHERE receipt_id IS NOT NULL").all() as {
-        receipt_id: string;
-        key_id: string;
-        outcome: string;
-        http_status: number;
-      }[];
+      // The audit log as the desk answers it: one entry per receipt, with the receipt's key,
+      // outcome and status. A receipted call writes no audit row: its entry is read out of it.
+      const named = db.query("SELECT count(*) AS n FROM audit WHERE receipt_id IS NOT NULL").get() as { n: number };
+      if (named.n !== 0) fail(`${named.n} audit rows name a receipt`);
+      const entries = await new SqliteRecords(sqlOf(db)).audit({ orgId: null, keyId: null, sinceMs: null, limit: Number.MAX_SAFE_INTEGER });
       const audited = new Set<string>();
-      for (const row of auditRows) {
-        const env = byId.get(row.receipt_id);
-        if (audited.has(row.receipt_id)) fail(`receipt ${row.receipt_id} has two audit rows`);
-        audited.add(row.receipt_id);
-        if (env === undefined) fail(`audit row for receipt ${row.receipt_id}, which does not exist`);
-        else if (env.receipt.key_id !== row.key_id || env.receipt.outcome !== row.outcome || env.receipt.http_status !== row.http_status) {
-          fail(`audit row of receipt ${row.receipt_id} says ${row.key_id} ${row.outcome} ${row.http_status}`);
+      for (const entry of entries) {
+        if (entry.receiptId === null) continue;
+        const env = byId.get(entry.receiptId);
+        if (audited.has(entry.receiptId)) fail(`receipt ${entry.receiptId} has two audit entries`);
+        audited.add(entry.receiptId);
+        if (env === undefined) fail(`audit entry for receipt ${entry.receiptId}, which does not exist`);
+        else if (env.receipt.key_id !== entry.keyId || env.receipt.outcome !== entry.outcome || env.receipt.http_status !== entry.httpStatus) {
+          fail(`audit entry of receipt ${entry.receiptId} says ${entry.keyId} ${entry.outcome} ${entry.httpStatus}`);
         }
       }
-      if (audited.size !== byId.size) fail(`${byId.size} receipts but ${audited.size} audit rows with a receipt`);
-      auditRowsChecked = auditRows.length;
+      if (audited.size !== byId.size) fail(`${byId.size} receipts but ${audited.size} audit entries with a receipt`);
+      auditRowsChecked = audited.size;
     } finally {
       db.close();
     }
@@ -570,7 +571,7 @@ export function formatSummary(s: DeskSoakSummary): string {
     ...Object.entries(s.byKind).map(([k, v]) => `    ${k.padEnd(18)} ${JSON.stringify(v)}`),
     `  receipts checked ${s.receiptsChecked} (in the export, same bytes, signature and readable copy), results hashed ${s.resultsChecked}`,
     `  receipts exported ${s.receiptsExported}: abandoned refunds ${s.abandoned}, unseen by clients ${s.unseenReceipts} (of which charged ${s.unseenCharged})`,
-    `  key periods: spend = charged receipts <= budget, ${s.keyPeriodsChecked} checked; audit rows matched one to one with receipts ${s.auditRowsChecked}`,
+    `  key periods: spend = charged receipts <= budget, ${s.keyPeriodsChecked} checked; audit entries matched one to one with receipts ${s.auditRowsChecked}`,
     s.failures.length === 0 ? "  all checks passed" : `  FAILED (${s.failures.length}):\n${s.failures.map((f) => `    ${f}`).join("\n")}`,
   ];
   return lines.join("\n");

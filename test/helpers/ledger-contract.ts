@@ -3,14 +3,20 @@
 // (test/integration/ledger-contract-*.test.ts) that only says how to open a fresh ledger.
 import { describe, expect, test } from "bun:test";
 import { checkLedger } from "../../src/core/desk/check.ts";
+import { type PlainOutcome, type ReceiptOutcome, statusOf } from "../../src/core/desk/outcomes.ts";
 import { hourOf, periodOf, type Reset } from "../../src/core/desk/period.ts";
 import { type CallContext, type DeskLedger, LedgerConflict, type ReserveResult, type StoredReceipt } from "../../src/core/desk/ports.ts";
 import { receiptMakerFor } from "../../src/core/desk/receipt-maker.ts";
-import type { NewKey, ReceiptRecord } from "../../src/core/desk/records.ts";
+import type { AuditEntry, AuditFilter, NewKey, ReceiptRecord } from "../../src/core/desk/records.ts";
 import { newKeySecret } from "../../src/core/desk/secrets.ts";
 import { generateSigningKey, loadSigner, openEnvelope, ReceiptKeys } from "../../src/core/receipt/index.ts";
 
-export type LedgerUnderTest = { ledger: DeskLedger; close(): Promise<void> | void };
+export type LedgerUnderTest = {
+  ledger: DeskLedger;
+  close(): Promise<void> | void;
+  /** The rows the adapter's audit table holds (read around the port, to see what a call wrote). */
+  auditRows?: () => Promise<number>;
+};
 
 /**
  * Opens a ledger, runs `body` on it, and closes it. With `sound` (the default), whatever the test
@@ -19,12 +25,12 @@ export type LedgerUnderTest = { ledger: DeskLedger; close(): Promise<void> | voi
  */
 export async function onLedger(
   open: () => Promise<LedgerUnderTest> | LedgerUnderTest,
-  body: (ledger: DeskLedger) => Promise<void>,
+  body: (ledger: DeskLedger, opened: LedgerUnderTest) => Promise<void>,
   { sound = true } = {},
 ): Promise<void> {
   const opened = await open();
   try {
-    await body(opened.ledger);
+    await body(opened.ledger, opened);
     if (sound) expect((await checkLedger(opened.ledger)).problems).toEqual([]);
   } finally {
     await opened.close();
@@ -157,11 +163,146 @@ export function exportContract(adapter: string, open: () => Promise<LedgerUnderT
   );
 }
 
+/** What a mix of calls recorded: one entry per call, in the order written, as its audit row said before a receipted call's entry came from its receipt. */
+export type AuditMix = { recorded: AuditEntry[]; keyIds: string[]; tie: number | null };
+
+/**
+ * Writes a mix of calls on `ledger` (charged, refunded, abandoned, refused with and without a
+ * receipt, released) on keys of two orgs, each at its own millisecond, and with `tie` a refusal
+ * and then a charge at one millisecond; `after` sees each call's entry once the call is written.
+ */
+export async function writeAuditMix(
+  ledger: DeskLedger,
+  { tie = true, after = async () => {} }: { tie?: boolean; after?: (entry: AuditEntry) => Promise<void> } = {},
+): Promise<AuditMix> {
+  const f = await fixture(ledger);
+  const a = await f.addKey({ orgId: "org_a", budgetMc: 1_000 });
+  const b = await f.addKey({ orgId: "org_b", budgetMc: 300 });
+  const c = await f.addKey({ orgId: "org_a", budgetMc: 1_000 });
+  const recorded: AuditEntry[] = [];
+  // What every call's audit row said (the write path before receipted calls were read out of their receipts).
+  const note = async (ctx: CallContext, outcome: ReceiptOutcome | PlainOutcome, receiptId: string | null) => {
+    const entry: AuditEntry = {
+      at: ctx.now,
+      orgId: ctx.key.orgId,
+      keyId: ctx.key.id,
+      tool: ctx.tool,
+      outcome,
+      httpStatus: statusOf(outcome),
+      priceMc: ctx.priceMc,
+      upstreamCostMc: ctx.upstreamCostMc,
+      marginMc: outcome === "charged" ? ctx.priceMc - ctx.upstreamCostMc : 0,
+      receiptId,
+    };
+    recorded.push(entry);
+    await after(entry);
+  };
+  let t = T0;
+  const later = (ms: number) => {
+    t += ms;
+    return t;
+  };
+  const settled = async (keyId: string, priceMc: number, outcome: "charged" | "refunded_upstream_error" | "refunded_abandoned", at?: number) => {
+    const ctx = await f.ctx(keyId, priceMc, at ?? later(7));
+    const r = await ledger.money.reserve(ctx, make);
+    if (r.kind !== "reserved") throw new Error(`expected a reservation, got ${r.kind}`);
+    const now = at ?? later(3);
+    const s = await f.settle(r.reservationId, outcome, now);
+    if (s.kind !== "settled") throw new Error(`expected a settlement, got ${s.kind}`);
+    await note({ ...ctx, now }, outcome, s.receipt.id);
+  };
+  const plain = async (keyId: string, priceMc: number, outcome: PlainOutcome, tool = "up__echo") => {
+    const ctx = await f.ctx(keyId, priceMc, later(7), tool);
+    await ledger.money.recordPlainRefusal(ctx, outcome);
+    await note(ctx, outcome, null);
+  };
+
+  await settled(a.id, 100, "charged");
+  await settled(b.id, 100, "refunded_upstream_error");
+  const notAllowed = await f.ctx(a.id, 100, later(7), "up__other");
+  await note(notAllowed, "refused_not_allowed", (await ledger.money.refuseNotAllowed(notAllowed, make)).receipt.id);
+  await plain(c.id, 0, "refused_tool_unknown", "up__nope");
+  await settled(b.id, 200, "charged");
+  const noRoom = await f.ctx(b.id, 200, later(7));
+  const refused = await ledger.money.reserve(noRoom, make);
+  if (refused.kind !== "no_room") throw new Error(`expected no room, got ${refused.kind}`);
+  await note(noRoom, "refused_budget", refused.receipt.id);
+  const released = await f.ctx(a.id, 100, later(7));
+  const held = await ledger.money.reserve(released, make);
+  if (held.kind !== "reserved") throw new Error(`expected a reservation, got ${held.kind}`);
+  expect((await ledger.money.release(held.reservationId, released, "refused_approver_unavailable")).released).toBe(true);
+  await note(released, "refused_approver_unavailable", null);
+  await settled(c.id, 100, "refunded_abandoned");
+  await plain(a.id, 100, "refused_rate_limited");
+  await settled(c.id, 50, "charged");
+  // One millisecond, a refusal written before a charge.
+  await plain(a.id, 30, "refused_args_invalid");
+  if (tie) await settled(a.id, 30, "charged", t);
+  await settled(b.id, 0, "charged");
+  return { recorded, keyIds: [a.id, b.id, c.id], tie: tie ? recorded.at(-3)!.at : null };
+}
+
+/** Every filter the audit tests ask: each org (and one with nothing), each of two keys, two times, four limits. */
+export function auditFilters(mix: AuditMix): AuditFilter[] {
+  const [a, b] = mix.keyIds;
+  const times = [T0 + 30, mix.tie ?? mix.recorded.at(-2)!.at];
+  const filters: AuditFilter[] = [];
+  for (const orgId of [null, "org_a", "org_b", "org_none"]) {
+    for (const keyId of [null, a!, b!]) {
+      for (const sinceMs of [null, ...times]) for (const limit of [1, 2, 5, 100]) filters.push({ orgId, keyId, sinceMs, limit });
+    }
+  }
+  return filters;
+}
+
+/**
+ * The audit log of a mix of calls is the list the write path recorded, at every filter and
+ * limit, oldest first, and at one millisecond the receipt's entry first. A receipted call adds
+ * no audit row; a call without a receipt adds one. Part of ledgerContract, and run alone on
+ * SQLite in memory.
+ */
+export function auditContract(adapter: string, open: () => Promise<LedgerUnderTest> | LedgerUnderTest): void {
+  test(
+    `ledger contract (${adapter}): the audit log answers each call as it was recorded; a receipted call adds no audit row`,
+    () =>
+      onLedger(open, async (ledger, opened) => {
+        const rows = async () => (opened.auditRows === undefined ? null : await opened.auditRows());
+        let before = await rows();
+        const mix = await writeAuditMix(ledger, {
+          after: async (entry) => {
+            const now = await rows();
+            expect({ entry, added: before === null || now === null ? null : now - before }).toEqual({
+              entry,
+              added: opened.auditRows === undefined ? null : entry.receiptId === null ? 1 : 0,
+            });
+            before = now;
+          },
+        });
+        const { recorded, tie } = mix;
+        const expected = [...recorded].sort((x, y) => x.at - y.at || Number(x.receiptId === null) - Number(y.receiptId === null));
+        expect(recorded.filter((e) => e.at === tie).map((e) => e.outcome)).toEqual(["refused_args_invalid", "charged"]);
+        expect(expected.filter((e) => e.at === tie).map((e) => e.outcome)).toEqual(["charged", "refused_args_invalid"]);
+        expect(expected.map((e) => e.at)).toEqual(recorded.map((e) => e.at));
+        if (opened.auditRows !== undefined) expect(await opened.auditRows()).toBe(recorded.filter((e) => e.receiptId === null).length);
+        expect(await ledger.records.audit({ orgId: null, keyId: null, sinceMs: null, limit: 1_000 })).toEqual(expected);
+        for (const filter of auditFilters(mix)) {
+          const { orgId, keyId, sinceMs, limit } = filter;
+          const want = expected
+            .filter((e) => (orgId === null || e.orgId === orgId) && (keyId === null || e.keyId === keyId) && (sinceMs === null || e.at >= sinceMs))
+            .slice(0, limit);
+          expect({ filter, answer: await ledger.records.audit(filter) }).toEqual({ filter, answer: want });
+        }
+      }),
+    30_000,
+  );
+}
+
 export function ledgerContract(adapter: string, open: () => Promise<LedgerUnderTest>): void {
   const withLedger = (name: string, body: (f: Fixture) => Promise<void>, timeoutMs = 20_000) =>
     test(name, () => onLedger(open, async (ledger) => body(await fixture(ledger))), timeoutMs);
 
   exportContract(adapter, open);
+  auditContract(adapter, open);
 
   describe(`ledger contract (${adapter}): orgs and keys`, () => {
     withLedger("an org and a key read back as created; a key is found by its secret only", async (f) => {

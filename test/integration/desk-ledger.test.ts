@@ -65,6 +65,7 @@ async function setup(now: () => number) {
     ledger,
     desk,
     addKey,
+    ctx,
     reserve,
     settle,
     async [Symbol.asyncDispose]() {
@@ -90,17 +91,20 @@ describe("desk ledger", () => {
     const r = await s.reserve("key_a", 100);
     if (r.kind !== "reserved") throw new Error("expected a reservation");
     await s.settle(r.reservationId, "charged");
+    // A call without a receipt writes the audit log's one row; the charge's entry is read out of its receipt.
+    await s.ledger.money.recordPlainRefusal(await s.ctx("key_a", 0), "refused_tool_unknown");
     t += 1;
     const raw = new Database(s.dbPath);
     try {
       expect(raw.query("SELECT count(*) AS n FROM receipts").get()).toEqual({ n: 1 });
-      expect(raw.query("SELECT count(*) AS n FROM audit").get()).toEqual({ n: 1 });
+      expect(raw.query("SELECT outcome, receipt_id FROM audit").all()).toEqual([{ outcome: "refused_tool_unknown", receipt_id: null }]);
       expect(() => raw.run("UPDATE receipts SET issued_at = 1")).toThrow(/append-only/);
       // Every other column is read out of the signed payload: there is nothing of it to change apart.
       expect(() => raw.run("UPDATE receipts SET amount_mc = 1")).toThrow(/generated column/);
       expect(() => raw.run("DELETE FROM receipts")).toThrow(/append-only/);
       expect(() => raw.run("UPDATE audit SET price_mc = 1")).toThrow(/append-only/);
       expect(() => raw.run("DELETE FROM audit")).toThrow(/append-only/);
+      expect(raw.query("SELECT count(*) AS n FROM audit").get()).toEqual({ n: 1 });
       // The CHECK makes spend above the budget impossible whatever writes it.
       expect(() => raw.run("UPDATE keys SET spent_mc = budget_mc + 1")).toThrow(/CHECK constraint/);
       expect(raw.query("SELECT amount_mc FROM receipts").get()).toEqual({ amount_mc: 100 });

@@ -24,6 +24,10 @@ const WHOLE_ASKED: [RegExp, string][] = [
     "a page of the whole ledger's export, on its thread: every row of its range is returned",
   ],
   [/FROM audit ORDER BY id LIMIT \$limit$/, "the first page of the whole audit log, in id order: stops at its limit"],
+  [
+    /^SELECT issued_at, payload FROM receipts WHERE NOT EXISTS \(SELECT 1 FROM audit AS kept WHERE kept\.receipt_id = receipts\.id\) ORDER BY rowid LIMIT \$limit$/,
+    "the first page of the whole audit log's receipted calls, in rowid order: stops at its limit",
+  ],
   // Known and left: with a time and no org or key, both read from the oldest row on (an index on
   // the time would cost every call its bytes); an operator's query, never the clearing path's.
   [
@@ -31,6 +35,10 @@ const WHOLE_ASKED: [RegExp, string][] = [
     "the whole ledger's export from a time on (its records, and its bytes on the export thread)",
   ],
   [/FROM audit WHERE at >= \$at ORDER BY id LIMIT \$limit$/, "the whole audit log from a time on"],
+  [
+    /FROM receipts WHERE issued_at >= \$issued_at AND NOT EXISTS \(SELECT 1 FROM audit AS kept WHERE kept\.receipt_id = receipts\.id\) ORDER BY rowid LIMIT \$limit$/,
+    "the whole audit log's receipted calls from a time on",
+  ],
   [/^SELECT rowid, \* FROM receipts WHERE rowid > \? ORDER BY rowid LIMIT 1000$/, "migration 11 converts every receipt, once, a page at a time"],
 ];
 

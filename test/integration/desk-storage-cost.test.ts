@@ -1,5 +1,5 @@
 // What a call costs the ledger on disk: N clearings through the real desk (the clearing path, its
-// receipts, audit rows and reservations), housekeeping run, then every byte SQLite holds for
+// receipts and reservations; a receipted call writes no audit row), housekeeping run, then every byte SQLite holds for
 // them (dbstat: tables and indexes, free pages included) divided by N. The promise is
 // RELIABILITY.md's storage cost per call; the breakdown is printed so a regression names its table.
 import type { Database } from "bun:sqlite";
@@ -75,5 +75,7 @@ test(`a clearing costs the ledger at most ${MAX_BYTES_PER_CALL} bytes`, { timeou
   console.log(
     `ledger bytes per call over ${CALLS} clearings: ${perCall.toFixed(1)} (file: ${(((pages - startPages) * pageSize) / CALLS).toFixed(1)})\n${lines.join("\n")}`,
   );
+  // A charged call's audit entry is read out of its receipt: the audit log and its indexes do not grow.
+  expect(grown.filter((o) => o.name.startsWith("audit"))).toEqual([]);
   expect(perCall).toBeLessThanOrEqual(MAX_BYTES_PER_CALL);
 });

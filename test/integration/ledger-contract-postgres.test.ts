@@ -19,7 +19,11 @@ const pg = usePostgres();
 async function open() {
   const { url } = await pg.server.createDatabase();
   const ledger = await PostgresDeskLedger.open(parseDatabaseUrl(url), { nodeId: "node-a", pool: { max: 8 } });
-  return { ledger, close: () => ledger.close() };
+  return {
+    ledger,
+    close: () => ledger.close(),
+    auditRows: async () => ((await ledger.testOnlySql()`SELECT count(*)::int AS n FROM audit`) as { n: number }[])[0]!.n,
+  };
 }
 
 ledgerContract("PostgreSQL", open);

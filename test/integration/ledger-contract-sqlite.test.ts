@@ -4,7 +4,7 @@ import { join } from "node:path";
 import { SqliteDeskLedger } from "../../src/adapters/sqlite/desk/ledger.ts";
 import { describeAlertOutboxContract } from "../helpers/alert-outbox-contract.ts";
 import { financeLedgerContract } from "../helpers/finance-ledger-contract.ts";
-import { exportContract, ledgerContract } from "../helpers/ledger-contract.ts";
+import { auditContract, exportContract, ledgerContract } from "../helpers/ledger-contract.ts";
 import { tempDir } from "../helpers/tmp.ts";
 
 async function open() {
@@ -16,14 +16,21 @@ async function open() {
       await ledger.close();
       tmp[Symbol.dispose]();
     },
+    auditRows: async () => auditRowsOf(ledger),
   };
 }
+
+const auditRowsOf = (ledger: SqliteDeskLedger) => (ledger.testOnlyDatabase().query("SELECT count(*) AS n FROM audit").get() as { n: number }).n;
 
 ledgerContract("SQLite", open);
 // In memory no second connection opens the ledger: its export is read on the calling thread.
 exportContract("SQLite in memory", () => {
   const ledger = new SqliteDeskLedger(":memory:");
   return { ledger, close: () => ledger.close() };
+});
+auditContract("SQLite in memory", () => {
+  const ledger = new SqliteDeskLedger(":memory:");
+  return { ledger, close: () => ledger.close(), auditRows: async () => auditRowsOf(ledger) };
 });
 financeLedgerContract("SQLite", open, async (ledger, statement) => {
   (ledger as SqliteDeskLedger).testOnlyDatabase().run(statement);

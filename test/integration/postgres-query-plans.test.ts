@@ -34,6 +34,10 @@ const WHOLE_ASKED: [RegExp, string][] = [
     "a page of the whole ledger's export: every row of its range is returned",
   ],
   [/FROM audit ORDER BY id LIMIT \$1::integer$/, "the first page of the whole audit log, in id order: stops at its limit"],
+  [
+    /^SELECT issued_at, payload FROM receipts WHERE NOT EXISTS \(SELECT 1 FROM audit kept WHERE kept\.receipt_id = receipts\.id OFFSET 0\) ORDER BY n LIMIT \$1::integer$/,
+    "the first page of the whole audit log's receipted calls, in n order: stops at its limit",
+  ],
   // Known and left, as on SQLite: with a time and no org or key, both read from the oldest row on
   // (an index on the time would cost every call its bytes); an operator's query, never the
   // clearing path's.
@@ -42,6 +46,10 @@ const WHOLE_ASKED: [RegExp, string][] = [
     "the whole ledger's export from a time on",
   ],
   [/FROM audit WHERE at >= \$1::bigint ORDER BY id LIMIT \$2::integer$/, "the whole audit log from a time on"],
+  [
+    /FROM receipts WHERE issued_at >= \$1::bigint AND NOT EXISTS \(SELECT 1 FROM audit kept WHERE kept\.receipt_id = receipts\.id OFFSET 0\) ORDER BY n LIMIT \$2::integer$/,
+    "the whole audit log's receipted calls from a time on",
+  ],
   [/FROM alerts ORDER BY created_at DESC, n DESC LIMIT \$1::integer$/, "the newest page of the whole alert log: stops at its limit"],
   // desk check (check.ts) reads the whole ledger: that is what it is asked for (its memory is bounded apart).
   [/^SELECT s\.key_id, s\.period, s\.spent_mc, s\.charged_mc AS counted_charges,/, "desk check: every key period's spend against its receipts"],
@@ -61,6 +69,10 @@ const WHOLE_ASKED: [RegExp, string][] = [
     "migration 6's conversion: every receipt, a page at a time",
   ],
   [/FROM receipts (?:WHERE \(key_id, seq\) > \(\$1, \$2\) )?ORDER BY key_id, seq LIMIT \$\d$/, "desk check: every receipt in chain order, a page at a time"],
+  [
+    /FROM audit a LEFT JOIN receipts r ON r\.id = a\.receipt_id WHERE a\.receipt_id IS NOT NULL AND a\.id > \$1::bigint ORDER BY a\.id LIMIT \$2::integer$/,
+    "desk check: every audit row kept beside its receipt, a page at a time",
+  ],
 ];
 /**
  * Statements that run against the schema of an older version: migration 6's conversion reads

@@ -7,11 +7,11 @@
 // deleting statement wrote.
 import type { SQL } from "bun";
 import type { LedgerCheck } from "../../core/desk/ports.ts";
-import type { StoredReceiptRecord } from "../../core/desk/records.ts";
+import type { KeptAuditRow, StoredReceiptRecord } from "../../core/desk/records.ts";
 import { printable } from "../../core/receipt/printable.ts";
 import type { Db } from "./db.ts";
 import { toSafe } from "./money.ts";
-import { RECEIPT_COLUMNS, type ReceiptRow, storedReceiptOf } from "./rows.ts";
+import { type AuditRow, auditOf, RECEIPT_COLUMNS, type ReceiptRow, storedReceiptOf } from "./rows.ts";
 
 export async function checkMoney(sql: SQL): Promise<string[]> {
   const problems: string[] = [];
@@ -91,6 +91,27 @@ export class PostgresCheck implements LedgerCheck {
       rows = (await this.db.run((sql) =>
         sql.unsafe(`SELECT ${RECEIPT_COLUMNS} FROM receipts WHERE (key_id, seq) > ($1, $2) ORDER BY key_id, seq LIMIT $3`, [last.key_id, last.seq, pageSize]),
       )) as ReceiptRow[];
+    }
+  }
+
+  async *keptAudit(pageSize: number): AsyncGenerator<KeptAuditRow[]> {
+    // Keyset pages by id: the rows that name a receipt are those migration 8 kept.
+    for (let after = 0n; ; ) {
+      const rows = (await this.db.run((sql) =>
+        sql.unsafe(
+          `SELECT a.id, a.at, a.org_id, a.key_id, a.tool, a.outcome, a.http_status, a.price_mc, a.upstream_cost_mc, a.margin_mc, a.receipt_id,
+                  r.payload, r.issued_at AS receipt_issued_at
+             FROM audit a LEFT JOIN receipts r ON r.id = a.receipt_id
+            WHERE a.receipt_id IS NOT NULL AND a.id > $1::bigint ORDER BY a.id LIMIT $2::integer`,
+          [after, pageSize],
+        ),
+      )) as (AuditRow & { id: bigint; payload: string | null; receipt_issued_at: bigint | null })[];
+      if (rows.length === 0) return;
+      after = rows[rows.length - 1]!.id;
+      yield rows.map((r) => ({
+        entry: auditOf(r),
+        receipt: r.payload === null ? null : { payload: r.payload, issuedAt: toSafe(r.receipt_issued_at) },
+      }));
     }
   }
 }

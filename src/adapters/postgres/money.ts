@@ -3,7 +3,8 @@
 // the key row (the period reset and the failure count folded in, as in SQLite); a refusal takes
 // the key row's lock first; a settlement moves the reservation from open to settled with a
 // conditional UPDATE, so it happens once whoever settles (the node, or a sweeper of a dead
-// node's calls), and moves the money, appends the receipt and the audit row in one transaction.
+// node's calls), and moves the money and appends the receipt in one transaction. A call with a
+// receipt writes no audit row: its audit entry is read out of the receipt (core/desk/audit-log.ts).
 //
 // READ COMMITTED is enough: an UPDATE that waits for another transaction's lock on the same row
 // evaluates its WHERE again on the row as that transaction left it, so two nodes reserving on
@@ -193,7 +194,7 @@ type ReceiptInput = {
 
 /**
  * Signs the receipt at the chain position the key row gave (seq already taken under its lock),
- * then stores it, moves the chain head and writes the audit row: one statement.
+ * then stores it and moves the chain head: one statement.
  */
 async function appendReceipt(tx: SQL, head: ChainHead, r: ReceiptInput, make: ReceiptMaker, commitWith?: CommitWith): Promise<StoredReceipt> {
   const seq = toSafe(head.receipt_seq);
@@ -215,18 +216,13 @@ async function appendReceipt(tx: SQL, head: ChainHead, r: ReceiptInput, make: Re
     issuedAt: r.now,
     approval: r.approval ?? null,
   });
-  const margin = r.outcome === "charged" ? r.priceMc - r.upstreamCostMc : 0;
   const append = tx`
     WITH rc AS (
       INSERT INTO receipts (id, org_id, key_id, seq, issued_at, outcome, period, amount_mc, payload, signature)
       VALUES (${receipt.id}, ${r.orgId}, ${r.keyId}, ${big(seq)}::bigint, ${big(receipt.issuedAt)}::bigint, ${r.outcome}, ${r.period},
               ${big(r.amountMc)}::bigint, ${receipt.signed.payload}, ${receipt.signed.signature})
-    ), hd AS (
-      UPDATE keys SET receipt_head_sha256 = ${receipt.sha256} WHERE id = ${r.keyId} AND receipt_seq = ${big(seq)}::bigint
     )
-    INSERT INTO audit (at, org_id, key_id, tool, outcome, http_status, price_mc, upstream_cost_mc, margin_mc, receipt_id)
-    VALUES (${big(r.now)}::bigint, ${r.orgId}, ${r.keyId}, ${r.tool}, ${r.outcome}, ${r.httpStatus}::integer, ${big(r.priceMc)}::bigint,
-            ${big(r.upstreamCostMc)}::bigint, ${big(margin)}::bigint, ${receipt.id})`;
+    UPDATE keys SET receipt_head_sha256 = ${receipt.sha256} WHERE id = ${r.keyId} AND receipt_seq = ${big(seq)}::bigint`;
   await (commitWith === undefined ? append : commitWith(append));
   return receipt;
 }
@@ -243,7 +239,7 @@ function auditRow(tx: SQL, c: CallInput, orgId: string, outcome: string, httpSta
  * takes the key row's lock, tries the same statement once more (a refund may have made room in
  * between, and under the lock the answer is final), then says why: the key is gone, this node's
  * lease is lost, the hour's failures are used up (an audit row, no count), or the price does not
- * fit (a failure counted, a refused_budget receipt, an audit row).
+ * fit (a failure counted, a refused_budget receipt).
  */
 export async function reserve(
   sql: SQL,
@@ -383,7 +379,7 @@ type SettledRow = {
 /**
  * Settles an open reservation: the state change, the money (a refund back to the reservation's
  * own period; a charge takes back the failure counted at reservation, in the hour it was counted
- * in), the chain position, then the signed receipt and the audit row, in one transaction. A
+ * in), the chain position, then the signed receipt, in one transaction. A
  * reservation already settled (by a sweeper, or by another node's sweep) changes nothing.
  */
 export async function settle(

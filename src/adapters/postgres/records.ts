@@ -1,6 +1,7 @@
 // Reading what the PostgreSQL desk ledger recorded (receipts, the audit log, held results), every
 // node's receipt-signing keys, and the settings the nodes share in meta (the admin token's hash,
 // the sealing key's fingerprint), each set once by the first node and read by the others.
+import { auditOfReceipt, mergeAudit } from "../../core/desk/audit-log.ts";
 import { LedgerUnavailable, type RecordStore } from "../../core/desk/ports.ts";
 import { chunksOfPages, EXPORT_PAGE } from "../../core/desk/receipts.ts";
 import type { AuditEntry, AuditFilter, HeldResult, ReceiptRecord, SigningKeyRecord } from "../../core/desk/records.ts";
@@ -64,16 +65,38 @@ export class PostgresRecords implements RecordStore {
     return chunksOfPages(this.receiptPages(filter, EXPORT_PAGE));
   }
 
+  /**
+   * The audit table's rows and the entries read out of receipts, each branch cut to the limit by
+   * its own index-driven query, then merged (mergeAudit). A receipt whose audit row migration 8
+   * kept is answered by that row, not twice.
+   */
   async audit(f: AuditFilter): Promise<AuditEntry[]> {
-    const where = conditions({ org_id: f.orgId, key_id: f.keyId }, { at: bigOrNull(f.sinceMs) });
-    const rows = (await this.db.run((sql) =>
-      sql.unsafe(
-        `SELECT at, org_id, key_id, tool, outcome, http_status, price_mc, upstream_cost_mc, margin_mc, receipt_id FROM audit
-         ${where.sql} ORDER BY id LIMIT $${where.params.length + 1}::integer`,
-        [...where.params, f.limit],
-      ),
-    )) as AuditRow[];
-    return rows.map(auditOf);
+    const plain = conditions({ org_id: f.orgId, key_id: f.keyId }, { at: bigOrNull(f.sinceMs) });
+    // A key's receipts by its chain (its write order), the others by n (receipts_org_n within an org).
+    // OFFSET 0 keeps the kept-row test one index probe per receipt read: as an anti-join,
+    // PostgreSQL may read every kept row for each page.
+    const signed = conditions({ key_id: f.keyId, org_id: f.orgId }, { issued_at: bigOrNull(f.sinceMs) });
+    // One snapshot for both branches: a row another node commits in between is in both or neither.
+    const [rows, receipts] = await this.db.run((sql) =>
+      sql.begin("isolation level repeatable read read only", async (tx) => [
+        (await tx.unsafe(
+          `SELECT at, org_id, key_id, tool, outcome, http_status, price_mc, upstream_cost_mc, margin_mc, receipt_id FROM audit
+           ${plain.sql} ORDER BY id LIMIT $${plain.params.length + 1}::integer`,
+          [...plain.params, f.limit],
+        )) as AuditRow[],
+        (await tx.unsafe(
+          `SELECT issued_at, payload FROM receipts ${signed.sql === "" ? "WHERE" : `${signed.sql} AND`}
+             NOT EXISTS (SELECT 1 FROM audit kept WHERE kept.receipt_id = receipts.id OFFSET 0)
+           ORDER BY ${f.keyId === null ? "n" : "seq"} LIMIT $${signed.params.length + 1}::integer`,
+          [...signed.params, f.limit],
+        )) as { issued_at: bigint; payload: string }[],
+      ]),
+    );
+    return mergeAudit(
+      receipts.map((r) => auditOfReceipt(r.payload, toSafe(r.issued_at))),
+      rows.map(auditOf),
+      f.limit,
+    );
   }
 
   async heldResult(receiptId: string, now: number): Promise<HeldResult | null> {

@@ -464,6 +464,24 @@ CREATE INDEX alerts_created ON alerts(created_at, n);
 CREATE INDEX alerts_leased ON alerts(leased_by) WHERE leased_until IS NOT NULL;
 `;
 
+// A receipted call's audit entry is read out of its receipt (as SQLite's migration 12): the audit
+// table keeps the calls without a receipt. An audit row whose receipt says exactly what it says
+// (at = issued_at, and every other column as the receipt derives it) is deleted, the append-only
+// trigger off for this transaction only; a row that says anything else is kept and answered as
+// it is. audit_receipt finds the kept rows, so their receipts are not answered twice; it sorts
+// as receipts.id does ("C"), or a comparison with it could not use the index.
+const V8_AUDIT_FROM_RECEIPTS = `
+ALTER TABLE audit DISABLE TRIGGER audit_append_only;
+DELETE FROM audit a USING receipts r
+ WHERE a.receipt_id = r.id AND a.at = r.issued_at AND a.org_id = r.org_id AND a.key_id = r.key_id
+   AND a.tool = (r.payload::jsonb ->> 'tool') AND a.outcome = r.outcome
+   AND a.http_status = (r.payload::jsonb ->> 'http_status')::integer
+   AND a.price_mc = (r.payload::jsonb ->> 'price_mc')::bigint AND a.upstream_cost_mc = (r.payload::jsonb ->> 'upstream_cost_mc')::bigint
+   AND a.margin_mc = CASE WHEN r.outcome = 'charged' THEN a.price_mc - a.upstream_cost_mc ELSE 0 END;
+ALTER TABLE audit ENABLE TRIGGER audit_append_only;
+CREATE INDEX audit_receipt ON audit(receipt_id COLLATE "C") WHERE receipt_id IS NOT NULL;
+`;
+
 export const POSTGRES_MIGRATIONS: readonly Migration[] = [
   { name: "desk ledger", sql: V1 },
   { name: "desk rest upstreams and credentials", sql: V2 },
@@ -472,4 +490,5 @@ export const POSTGRES_MIGRATIONS: readonly Migration[] = [
   { name: "desk budget alerts", sql: V5 },
   { name: "desk receipts stored once, settled reservations pruned", sql: V6, convert: convertReceipts },
   { name: "desk plan indexes", sql: V7_PLAN_INDEXES },
+  { name: "desk audit of receipted calls read from their receipts", sql: V8_AUDIT_FROM_RECEIPTS },
 ];

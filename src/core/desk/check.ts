@@ -1,8 +1,10 @@
-// `desk check`: the ledger's money invariants, then every receipt: its signature under a key the
-// desk published, its readable copy, its row against what was signed (check-receipt.ts, on as
-// many threads as the caller's checker has), and each key's chain, followed here in order.
+// `desk check`: the ledger's money invariants, the audit rows kept beside their receipts
+// (audit-log.ts), then every receipt: its signature under a key the desk published, its readable
+// copy, its row against what was signed (check-receipt.ts, on as many threads as the caller's
+// checker has), and each key's chain, followed here in order.
 // Text read from the ledger is printed through printable, as verify-receipt prints file text.
 import { ChainVerifier, type Jwks, ReceiptKeys } from "../receipt/index.ts";
+import { keptAuditProblem } from "./audit-log.ts";
 import { type CheckedPage, checkReceipts, linksOf } from "./check-receipt.ts";
 import type { DeskLedger, ReceiptPageChecker } from "./ports.ts";
 import type { StoredReceiptRecord } from "./records.ts";
@@ -40,6 +42,18 @@ export async function checkLedger(ledger: Pick<DeskLedger, "check" | "records">,
   const ok: string[] = [];
   const problems = await ledger.check.money();
   if (problems.length === 0) ok.push("for every key and period, spent = charges + open reservations");
+  if (signal?.aborted !== true) {
+    let kept = 0;
+    const found = problems.length;
+    for await (const page of ledger.check.keptAudit(CHECK_PAGE)) {
+      kept += page.length;
+      for (const row of page) {
+        const problem = keptAuditProblem(row);
+        if (problem !== null) problems.push(problem);
+      }
+    }
+    if (kept > 0 && problems.length === found) ok.push(`${kept} audit rows kept beside their receipts say what the receipts derive`);
+  }
 
   const jwks = { keys: (await ledger.records.signingKeys()).map((k) => k.publicJwk) };
   // Read here too, so a bad key set stops the check the same way whichever checker runs it.

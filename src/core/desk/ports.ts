@@ -25,6 +25,7 @@ import type {
   AuditFilter,
   DeskKey,
   HeldResult,
+  KeptAuditRow,
   KeyPatch,
   NewKey,
   NewUpstream,
@@ -384,6 +385,8 @@ export interface LedgerCheck {
   money(): Promise<string[]>;
   /** Every receipt, by key and in each key's chain order, a page (at most `pageSize`) at a time. */
   receiptsInChainOrder(pageSize: number): AsyncIterable<StoredReceiptRecord[]>;
+  /** Every audit row that names a receipt, with that receipt, in the order written, a page at a time. */
+  keptAudit(pageSize: number): AsyncIterable<KeptAuditRow[]>;
 }
 
 /**

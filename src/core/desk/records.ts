@@ -165,6 +165,9 @@ export type AuditEntry = {
 
 export type AuditFilter = { orgId: string | null; keyId: string | null; sinceMs: number | null; limit: number };
 
+/** An audit row that names a receipt (one a migration kept because it said other than the receipt), and that receipt's payload and issue time; null when there is none. */
+export type KeptAuditRow = { entry: AuditEntry; receipt: { payload: string; issuedAt: number } | null };
+
 export type SigningKeyRecord = { kid: string; publicJwk: ReceiptJwk; createdAt: number; retiredAt: number | null };
 
 /** The result of a charged call whose agent disconnected, kept for it to fetch. */

@@ -4,10 +4,10 @@
 // reservation and receipt counts agree. Settled reservations pruned in housekeeping count
 // through settled_pruned, the summary their deleting transaction wrote.
 import type { LedgerCheck } from "../../../core/desk/ports.ts";
-import type { StoredReceiptRecord } from "../../../core/desk/records.ts";
+import type { KeptAuditRow, StoredReceiptRecord } from "../../../core/desk/records.ts";
 import { printable } from "../../../core/receipt/printable.ts";
 import type { Sql } from "./connection.ts";
-import { type ReceiptRow, storedReceiptOf } from "./rows.ts";
+import { type AuditRow, auditOf, type ReceiptRow, storedReceiptOf } from "./rows.ts";
 
 export class SqliteCheck implements LedgerCheck {
   constructor(private readonly sql: Sql) {}
@@ -97,6 +97,22 @@ export class SqliteCheck implements LedgerCheck {
       yield rows.map(storedReceiptOf);
       const last = rows[rows.length - 1]!;
       rows = next.all({ $key: last.key_id, $seq: last.seq, $limit: pageSize }) as ReceiptRow[];
+    }
+  }
+
+  async *keptAudit(pageSize: number): AsyncGenerator<KeptAuditRow[]> {
+    // Keyset pages by id: the rows that name a receipt are those migration 12 kept.
+    const page = this.sql.db.query(
+      `SELECT a.id, a.at, a.org_id, a.key_id, a.tool, a.outcome, a.http_status, a.price_mc, a.upstream_cost_mc, a.margin_mc, a.receipt_id,
+         r.payload, r.issued_at AS receipt_issued_at
+       FROM audit a LEFT JOIN receipts r ON r.id = a.receipt_id
+       WHERE a.receipt_id IS NOT NULL AND a.id > $after ORDER BY a.id LIMIT $limit`,
+    );
+    for (let after = 0; ; ) {
+      const rows = page.all({ $after: after, $limit: pageSize }) as (AuditRow & { id: number; payload: string | null; receipt_issued_at: number | null })[];
+      if (rows.length === 0) return;
+      after = rows[rows.length - 1]!.id;
+      yield rows.map((r) => ({ entry: auditOf(r), receipt: r.payload === null ? null : { payload: r.payload, issuedAt: r.receipt_issued_at! } }));
     }
   }
 }

@@ -414,6 +414,24 @@ function convertReceipts(db: Database): void {
   db.run(V11_RECEIPTS_AFTER);
 }
 
+// A receipted call's audit entry is read out of its receipt (core/desk/audit-log.ts; SPEC 8.2):
+// the audit table keeps the calls without a receipt. An audit row whose receipt says exactly what
+// it says (at = issued_at, and every other column as the receipt derives it) is deleted, the
+// append-only trigger lifted for this transaction only; a row that says anything else is kept
+// and answered as it is, so the audit log answers what it answered before. audit_receipt finds
+// the kept rows, so their receipts are not answered twice; new rows never fill it.
+const V12 = `
+DROP TRIGGER audit_no_delete;
+DELETE FROM audit WHERE receipt_id IS NOT NULL AND EXISTS (
+  SELECT 1 FROM receipts r WHERE r.id = audit.receipt_id
+    AND r.issued_at = audit.at AND r.org_id = audit.org_id AND r.key_id = audit.key_id AND r.tool = audit.tool
+    AND r.outcome = audit.outcome AND json_extract(r.payload, '$.http_status') = audit.http_status
+    AND json_extract(r.payload, '$.price_mc') = audit.price_mc AND json_extract(r.payload, '$.upstream_cost_mc') = audit.upstream_cost_mc
+    AND audit.margin_mc = CASE WHEN r.outcome = 'charged' THEN audit.price_mc - audit.upstream_cost_mc ELSE 0 END);
+CREATE TRIGGER audit_no_delete BEFORE DELETE ON audit BEGIN SELECT RAISE(ABORT, 'the audit log is append-only'); END;
+CREATE INDEX audit_receipt ON audit(receipt_id) WHERE receipt_id IS NOT NULL;
+`;
+
 export const DESK_MIGRATIONS: readonly Migration[] = [
   { name: "desk ledger", sql: V1 },
   { name: "desk sandbox", sql: V2 },
@@ -426,4 +444,5 @@ export const DESK_MIGRATIONS: readonly Migration[] = [
   { name: "desk org budgets", sql: V9 },
   { name: "desk budget alerts", sql: V10 },
   { name: "desk receipts stored once, settled reservations pruned", sql: V11, convert: convertReceipts },
+  { name: "desk audit of receipted calls read from their receipts", sql: V12 },
 ];

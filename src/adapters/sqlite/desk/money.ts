@@ -1,8 +1,11 @@
 // The money path in SQLite. Money is integer millicents. Nothing reads then writes outside one
 // IMMEDIATE transaction: the reservation is one conditional UPDATE (the key's budget, its
-// organization's, the period resets and the failure limit folded in), and each settlement moves the money, appends the receipt and appends
-// the audit row in one transaction, so a crash leaves all three or none. Every method runs in the
-// group commit (group-commit.ts), one savepoint each.
+// organization's, the period resets and the failure limit folded in), and each settlement moves
+// the money and appends the receipt in one transaction, so a crash leaves both or neither; a
+// refusal without a receipt appends its audit row in its own. Every method runs in the
+// group commit (group-commit.ts), one savepoint each. A call with a receipt writes no audit row:
+// its audit entry is read out of the receipt (core/desk/audit-log.ts).
+import { marginOf } from "../../../core/desk/audit-log.ts";
 import { FAILURES_PER_HOUR } from "../../../core/desk/limits.ts";
 import { countsAsFailure, type PlainOutcome, type ReceiptOutcome, statusOf } from "../../../core/desk/outcomes.ts";
 import { hourOf, periodOf } from "../../../core/desk/period.ts";
@@ -47,7 +50,7 @@ export class SqliteMoney implements MoneyLedger {
     return this.commit.run(() =>
       this.sql.immediate(() => {
         if (countsAsFailure(outcome)) this.countFailure(ctx.key.id, ctx.hour);
-        this.appendAudit(recorded(ctx), outcome, null);
+        this.appendAudit(recorded(ctx), outcome);
       }),
     );
   }
@@ -59,7 +62,6 @@ export class SqliteMoney implements MoneyLedger {
         const remainingMc = this.roomOf(key, ctx.period, ctx.now);
         const call = recorded(ctx);
         const receipt = this.appendReceipt(call, make, "refused_not_allowed", 0, remainingMc, ctx.period);
-        this.appendAudit(call, "refused_not_allowed", receipt.id);
         return { receipt, remainingMc };
       }),
     );
@@ -124,7 +126,7 @@ export class SqliteMoney implements MoneyLedger {
       const now = db.query("SELECT * FROM keys WHERE id = ?").get(ctx.key.id) as KeyRow | null;
       if (now === null || now.revoked_at !== null || (now.expires_at !== null && now.expires_at <= ctx.now)) return { kind: "key_gone" };
       if (now.fail_hour === ctx.hour && now.fail_count >= FAILURES_PER_HOUR) {
-        this.appendAudit(recorded(ctx), "refused_rate_limited", null);
+        this.appendAudit(recorded(ctx), "refused_rate_limited");
         return { kind: "rate_limited", remainingMc: this.roomOf(now, ctx.period, ctx.now) };
       }
       // The key's own budget is named first when both are short: raising the org's would not help.
@@ -134,7 +136,6 @@ export class SqliteMoney implements MoneyLedger {
       const remainingMc = this.roomOf(key, ctx.period, ctx.now);
       const call = recorded(ctx);
       const receipt = this.appendReceipt(call, make, outcome, 0, remainingMc, ctx.period);
-      this.appendAudit(call, outcome, receipt.id);
       const refused = short === "key" ? this.keyRefusal(key, ctx, receipt.id) : this.orgRefusal(key.org_id, ctx, receipt.id);
       const alerts = refused === null ? 0 : this.alerts.writeNow(alertsOf(refused, () => newId("alrt")));
       return { kind: "no_room", receipt, remainingMc, short, alerts };
@@ -279,8 +280,8 @@ export class SqliteMoney implements MoneyLedger {
 
   /**
    * The charge stays, or the price goes back to the period it was reserved from (a reset in
-   * between never refunds into the new period). The state change, the money, the receipt and the
-   * audit row commit together.
+   * between never refunds into the new period). The state change, the money and the receipt
+   * commit together.
    */
   settle(settlement: Settlement, make: ReceiptMaker): Promise<SettleResult> {
     return this.commit.run(() => this.settleNow(settlement, make));
@@ -337,7 +338,6 @@ export class SqliteMoney implements MoneyLedger {
       // A claimed approval binds the decision it was claimed with; an unclaimed one, the decision given (a denial, an expiry).
       const bound = res.approval === null ? (approval ?? null) : (JSON.parse(res.approval) as ApprovalEnvelope);
       const receipt = this.appendReceipt(call, make, outcome, charged ? res.price_mc : 0, remainingMc, res.period, resultSha256, receiptId, bound);
-      this.appendAudit(call, outcome, receipt.id);
       const alerts = charged ? this.chargeAlerts(res, key, receipt.id, now) : 0;
       return { kind: "settled", receipt, remainingMc, alerts };
     });
@@ -374,7 +374,7 @@ export class SqliteMoney implements MoneyLedger {
           .get({ id: res.key_id, period: res.period, price: res.price_mc, hour: hourOf(res.created_at), undo }) as KeyRow;
         db.query("UPDATE spend SET spent_mc = spent_mc - ? WHERE key_id = ? AND period = ?").run(res.price_mc, res.key_id, res.period);
         if (res.org_period !== null) this.refundOrg(res.org_id, res.org_period, res.price_mc);
-        this.appendAudit(recorded(ctx), outcome, null);
+        this.appendAudit(recorded(ctx), outcome);
         return { released: true, remainingMc: this.roomOf(key, ctx.period, ctx.now) };
       }),
     );
@@ -514,14 +514,24 @@ export class SqliteMoney implements MoneyLedger {
       .get({ id: keyId, hour }) as KeyRow | null;
   }
 
-  private appendAudit(ctx: Recorded, outcome: ReceiptOutcome | PlainOutcome, receiptId: string | null): void {
-    const margin = outcome === "charged" ? ctx.priceMc - ctx.upstreamCostMc : 0;
+  /** The audit row of a call without a receipt (a receipted call's entry is read out of its receipt). */
+  private appendAudit(ctx: Recorded, outcome: PlainOutcome): void {
     this.sql.db
       .query(
         `INSERT INTO audit (at, org_id, key_id, tool, outcome, http_status, price_mc, upstream_cost_mc, margin_mc, receipt_id)
-         VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+         VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, NULL)`,
       )
-      .run(ctx.now, ctx.orgId, ctx.keyId, ctx.tool, outcome, statusOf(outcome), ctx.priceMc, ctx.upstreamCostMc, margin, receiptId);
+      .run(
+        ctx.now,
+        ctx.orgId,
+        ctx.keyId,
+        ctx.tool,
+        outcome,
+        statusOf(outcome),
+        ctx.priceMc,
+        ctx.upstreamCostMc,
+        marginOf(outcome, ctx.priceMc, ctx.upstreamCostMc),
+      );
   }
 
   private appendReceipt(

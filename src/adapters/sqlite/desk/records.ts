@@ -1,5 +1,6 @@
 // Reading what the SQLite desk ledger recorded: receipts, the audit log, held results; and the
 // published signing keys and the desk's own settings (meta).
+import { auditOfReceipt, mergeAudit } from "../../../core/desk/audit-log.ts";
 import type { RecordStore } from "../../../core/desk/ports.ts";
 import type { AuditEntry, AuditFilter, HeldResult, ReceiptRecord, SigningKeyRecord } from "../../../core/desk/records.ts";
 import type { ReceiptJwk } from "../../../core/receipt/index.ts";
@@ -53,15 +54,34 @@ export class SqliteRecords implements RecordStore {
     return this.exports?.chunks(filter, last) ?? inThread(this.sql, filter, last);
   }
 
+  /**
+   * The audit table's rows and the entries read out of receipts, each branch cut to the limit by
+   * its own index-driven query, then merged (mergeAudit). A receipt whose audit row migration 12
+   * kept is answered by that row, not twice.
+   */
   async audit(filter: AuditFilter): Promise<AuditEntry[]> {
-    const where = conditions({ org_id: filter.orgId, key_id: filter.keyId }, { at: filter.sinceMs });
-    const rows = this.sql.db
+    const db = this.sql.db;
+    const plain = conditions({ org_id: filter.orgId, key_id: filter.keyId }, { at: filter.sinceMs });
+    const rows = db
       .query(
         `SELECT at, org_id, key_id, tool, outcome, http_status, price_mc, upstream_cost_mc, margin_mc, receipt_id FROM audit
-         ${where.sql} ORDER BY id LIMIT $limit`,
+         ${plain.sql} ORDER BY id LIMIT $limit`,
       )
-      .all({ ...where.params, $limit: filter.limit }) as AuditRow[];
-    return rows.map(auditOf);
+      .all({ ...plain.params, $limit: filter.limit }) as AuditRow[];
+    // A key's receipts by its chain (its write order), an org's by its index in rowid order, all of them by rowid.
+    const signed = conditions({ key_id: filter.keyId, org_id: filter.orgId }, { issued_at: filter.sinceMs });
+    const receipts = db
+      .query(
+        `SELECT issued_at, payload FROM receipts ${signed.sql === "" ? "WHERE" : `${signed.sql} AND`}
+           NOT EXISTS (SELECT 1 FROM audit AS kept WHERE kept.receipt_id = receipts.id)
+         ORDER BY ${filter.keyId === null ? "rowid" : "seq"} LIMIT $limit`,
+      )
+      .all({ ...signed.params, $limit: filter.limit }) as { issued_at: number; payload: string }[];
+    return mergeAudit(
+      receipts.map((r) => auditOfReceipt(r.payload, r.issued_at)),
+      rows.map(auditOf),
+      filter.limit,
+    );
   }
 
   async heldResult(receiptId: string, now: number): Promise<HeldResult | null> {
