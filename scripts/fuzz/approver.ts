@@ -11,12 +11,12 @@
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { connect } from "node:tls";
-import { type } from "arktype";
 import fc from "fast-check";
 import { ERRORS, type ErrorCode, isErrorCode } from "../../src/core/errors.ts";
 import { isApprovalId } from "../../src/core/ids.ts";
 import { AskLedger } from "../../src/adapters/sqlite/asks.ts";
 import { approverAnswers } from "../../src/core/schema/approver-answer.ts";
+import { isArkErrors } from "../../src/core/schema/ark.ts";
 import { holdsCardNumber, validateAccountAsk, validatePayAsk } from "../../src/core/schema/ask.ts";
 import { approverFiles, writeLink } from "../../test/helpers/approver-link.ts";
 import { startApprover } from "../../test/helpers/approver-process.ts";
@@ -575,14 +575,14 @@ function judge(c: Case, expected: Expected, a: Answer, sentId: string | undefine
   let label: string;
   if (a.status === 201) {
     const parsed = approverAnswers().CreatedAnswer(value);
-    if (parsed instanceof type.errors || parsed.approval_id !== sentId) return { label: "201 bad", problem: `bad 201 body ${a.body.slice(0, 120)}` };
+    if (isArkErrors(parsed) || parsed.approval_id !== sentId) return { label: "201 bad", problem: `bad 201 body ${a.body.slice(0, 120)}` };
     label = "201 created";
     if (expected.answer !== "created") return { label, problem: `201 where ${JSON.stringify(expected)} was owed` };
     return { label };
   }
   if (a.status === 200) {
     const parsed = approverAnswers().StatusAnswer(value);
-    if (parsed instanceof type.errors) return { label: "200 bad", problem: `bad 200 body ${a.body.slice(0, 120)}` };
+    if (isArkErrors(parsed)) return { label: "200 bad", problem: `bad 200 body ${a.body.slice(0, 120)}` };
     label = `200 ${parsed.state}`;
     if (expected.answer !== "status" || parsed.approval_id !== expected.id || parsed.state !== "pending") {
       return { label, problem: `200 ${a.body} where ${JSON.stringify(expected)} was owed` };

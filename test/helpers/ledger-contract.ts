@@ -163,7 +163,7 @@ export function exportContract(adapter: string, open: () => Promise<LedgerUnderT
   );
 }
 
-/** What a mix of calls recorded: one entry per call, in the order written, as its audit row said before a receipted call's entry came from its receipt. */
+/** What a mix of calls recorded: one entry per call, in the order written, with the values of the call itself (the audit row a call with a receipt would have had). */
 export type AuditMix = { recorded: AuditEntry[]; keyIds: string[]; tie: number | null };
 
 /**
@@ -180,7 +180,7 @@ export async function writeAuditMix(
   const b = await f.addKey({ orgId: "org_b", budgetMc: 300 });
   const c = await f.addKey({ orgId: "org_a", budgetMc: 1_000 });
   const recorded: AuditEntry[] = [];
-  // What every call's audit row said (the write path before receipted calls were read out of their receipts).
+  // Each call's entry from the call itself, beside what the ledger derives from its receipt.
   const note = async (ctx: CallContext, outcome: ReceiptOutcome | PlainOutcome, receiptId: string | null) => {
     const entry: AuditEntry = {
       at: ctx.now,

@@ -169,9 +169,11 @@ test("at most MAX_EXPORT_THREADS exports read at once: a further one waits for a
   const third = all();
   const refused = third.next();
   refused.catch(() => {});
-  await Bun.sleep(50);
   expect(threads.testOnlyQueued()).toBe(1);
   threads.close();
   await expect(refused).rejects.toThrow("the ledger was closed during the receipts export");
+  expect(threads.testOnlyRunning()).toBe(0);
+  // and no export starts a thread on the closed ledger
+  await expect(all().next()).rejects.toThrow("the ledger was closed during the receipts export");
   expect(threads.testOnlyRunning()).toBe(0);
 });

@@ -104,6 +104,15 @@ describe("desk ledger", () => {
       expect(() => raw.run("DELETE FROM receipts")).toThrow(/append-only/);
       expect(() => raw.run("UPDATE audit SET price_mc = 1")).toThrow(/append-only/);
       expect(() => raw.run("DELETE FROM audit")).toThrow(/append-only/);
+      // An audit row naming the receipt would stand in for the receipt's signed entry.
+      const receiptId = (raw.query("SELECT id FROM receipts").get() as { id: string }).id;
+      expect(() =>
+        raw.run(
+          `INSERT INTO audit (at, org_id, key_id, tool, outcome, http_status, price_mc, upstream_cost_mc, margin_mc, receipt_id)
+           SELECT 1, org_id, key_id, tool, 'charged', 200, 100, 0, 100, ? FROM audit`,
+          [receiptId],
+        ),
+      ).toThrow(/a receipted call is audited by its receipt/);
       expect(raw.query("SELECT count(*) AS n FROM audit").get()).toEqual({ n: 1 });
       // The CHECK makes spend above the budget impossible whatever writes it.
       expect(() => raw.run("UPDATE keys SET spent_mc = budget_mc + 1")).toThrow(/CHECK constraint/);

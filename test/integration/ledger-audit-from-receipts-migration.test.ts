@@ -85,6 +85,8 @@ describe("SQLite: a ledger of the previous version (11 migrations)", () => {
     const kept: { stamped?: string; wrong?: string } = {};
     try {
       const db = ledger.testOnlyDatabase();
+      // The schema of migration 11 had no trigger refusing a receipted call's row.
+      db.run("DROP TRIGGER audit_no_receipt_rows");
       const insert = db.query(`INSERT INTO audit (${AUDIT_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`);
       // No tie: the previous version answered one millisecond in write order, this one the receipt's entry first.
       const mix = await writeAuditMix(ledger, {
@@ -98,7 +100,7 @@ describe("SQLite: a ledger of the previous version (11 migrations)", () => {
       return { mix, ...kept };
     } finally {
       await ledger.close();
-      // The schema of migration 11: 12 adds only audit_receipt (and lifts a trigger inside its transaction).
+      // The schema of migration 11: 12 adds audit_receipt and the insert trigger (and lifts a trigger inside its transaction).
       const raw = new Database(path);
       raw.run("DROP INDEX audit_receipt");
       raw.run("PRAGMA user_version = 11");
@@ -131,6 +133,20 @@ describe("SQLite: a ledger of the previous version (11 migrations)", () => {
       expect(() => db.run("UPDATE audit SET margin_mc = 0")).toThrow(/append-only/);
       expect(() => db.run("DELETE FROM audit")).toThrow(/append-only/);
       expect(() => db.run(`DELETE FROM audit WHERE receipt_id = '${stamped}'`)).toThrow(/append-only/);
+      // A row naming a receipt would stand in for the receipt's own entry: none can be added.
+      const copy = `INSERT INTO audit (at, org_id, key_id, tool, outcome, http_status, price_mc, upstream_cost_mc, margin_mc, receipt_id)
+        SELECT 1, org_id, key_id, tool, outcome, http_status, price_mc, upstream_cost_mc, margin_mc, receipt_id FROM audit WHERE receipt_id = '${stamped}'`;
+      expect(() => db.run(copy)).toThrow(/a receipted call is audited by its receipt/);
+      expect(() =>
+        db.run(
+          "INSERT INTO audit (at, org_id, key_id, tool, outcome, http_status, price_mc, upstream_cost_mc, margin_mc, receipt_id) SELECT 1, org_id, key_id, tool, outcome, http_status, price_mc, upstream_cost_mc, margin_mc, 'rcpt_x' FROM audit LIMIT 1",
+        ),
+      ).toThrow(/a receipted call is audited by its receipt/);
+      expect(() =>
+        db.run(
+          "INSERT INTO audit (at, org_id, key_id, tool, outcome, http_status, price_mc, upstream_cost_mc, margin_mc, receipt_id) SELECT 1, org_id, key_id, tool, outcome, http_status, price_mc, upstream_cost_mc, margin_mc, NULL FROM audit LIMIT 1",
+        ),
+      ).not.toThrow();
       expect((await checkLedger(ledger)).problems).toEqual([wrongMargin(wrong!)]);
     } finally {
       await ledger.close();
@@ -146,6 +162,9 @@ describe("PostgreSQL: a ledger of the previous version (7 migrations)", () => {
     let mix: AuditMix;
     try {
       const sql = ledger.testOnlySql();
+      // The schema of migration 7 had no trigger refusing a receipted call's row.
+      await sql`DROP TRIGGER audit_no_receipt_rows ON audit`;
+      await sql`DROP FUNCTION refuse_receipt_audit_row()`;
       mix = await writeAuditMix(ledger, {
         tie: false,
         after: async (entry) => {
@@ -165,7 +184,7 @@ describe("PostgreSQL: a ledger of the previous version (7 migrations)", () => {
           ]);
         },
       });
-      // The schema of migration 7: 8 adds only audit_receipt (and lifts a trigger inside its transaction).
+      // The schema of migration 7: 8 adds audit_receipt and the insert trigger (and lifts a trigger inside its transaction).
       await sql`DROP INDEX audit_receipt`;
       await sql`UPDATE schema_version SET version = 7`;
     } finally {
@@ -202,6 +221,18 @@ describe("PostgreSQL: a ledger of the previous version (7 migrations)", () => {
           ),
         ).toBe("audit is append-only");
       }
+      // A row naming a receipt would stand in for the receipt's own entry: none can be added.
+      expect(
+        await sql
+          .unsafe(
+            `INSERT INTO audit (at, org_id, key_id, tool, outcome, http_status, price_mc, upstream_cost_mc, margin_mc, receipt_id)
+             SELECT 1, org_id, key_id, tool, outcome, http_status, price_mc, upstream_cost_mc, margin_mc, receipt_id FROM audit WHERE receipt_id = '${kept.stamped}'`,
+          )
+          .then(
+            () => "inserted",
+            (e: Error) => e.message,
+          ),
+      ).toBe("a receipted call is audited by its receipt");
       expect((await checkLedger({ check: new PostgresCheck(db), records })).problems).toEqual([wrongMargin(kept.wrong!)]);
     } finally {
       await sql.close();

@@ -80,7 +80,7 @@ describe("append-only receipts and audit", () => {
       VALUES ('rcpt_1', ${key.orgId}, ${key.id}, 1, 0, 'charged', 'none', 5, '{}', ${new Uint8Array(64)})`;
     await ledger.sql`
       INSERT INTO audit (at, org_id, key_id, tool, outcome, http_status, price_mc, upstream_cost_mc, margin_mc, receipt_id)
-      VALUES (0, ${key.orgId}, ${key.id}, 't', 'charged', 200, 5, 1, 4, 'rcpt_1')`;
+      VALUES (0, ${key.orgId}, ${key.id}, 't', 'refused_tool_unknown', 404, 5, 1, 4, NULL)`;
     await run(ledger.sql);
   }
 

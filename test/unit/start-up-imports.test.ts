@@ -46,12 +46,22 @@ async function chainsTo(entry: string, packages: readonly string[]): Promise<str
 const ARKTYPE = ["arktype", "@ark/schema", "@ark/util"];
 
 describe("start-up imports", () => {
-  for (const command of ["desk", "serve-mcp"]) {
-    test(`${command}: no chain of static imports reaches arktype`, async () => {
-      const chains = await chainsTo(join(root, `src/commands/${command}/index.ts`), ARKTYPE);
+  for (const entry of ["src/main.ts", "src/commands/desk/index.ts", "src/commands/serve-mcp/index.ts"]) {
+    test(`${entry}: no chain of static imports reaches arktype`, async () => {
+      const chains = await chainsTo(join(root, entry), ARKTYPE);
       expect(chains.map((c) => c.join(" -> "))).toEqual([]);
     });
   }
+
+  test("a desk that starts and clears a charged call builds no schema (and one built is seen)", async () => {
+    const run = (...flags: string[]) => {
+      const p = Bun.spawnSync([process.execPath, join(root, "test/fixtures/clearing-loads.ts"), ...flags], { stdout: "pipe", stderr: "pipe" });
+      expect(p.exitCode).toBe(0);
+      return JSON.parse(p.stdout.toString().trim().split("\n").at(-1)!) as { status: number; arktypeLoaded: boolean };
+    };
+    expect(run()).toEqual({ status: 200, arktypeLoaded: false });
+    expect(run("--build-schema")).toEqual({ status: 200, arktypeLoaded: true });
+  });
 
   test("the check finds a static import of arktype two modules down, and passes over a deferred require", async () => {
     const dir = mkdtempSync(join(tmpdir(), "ask-only-imports-"));

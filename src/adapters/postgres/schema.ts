@@ -469,7 +469,9 @@ CREATE INDEX alerts_leased ON alerts(leased_by) WHERE leased_until IS NOT NULL;
 // (at = issued_at, and every other column as the receipt derives it) is deleted, the append-only
 // trigger off for this transaction only; a row that says anything else is kept and answered as
 // it is. audit_receipt finds the kept rows, so their receipts are not answered twice; it sorts
-// as receipts.id does ("C"), or a comparison with it could not use the index.
+// as receipts.id does ("C"), or a comparison with it could not use the index. No row naming a
+// receipt is written after this migration: a trigger refuses one, since an inserted row would
+// stand in for its receipt's signed entry (hiding or re-dating that call).
 const V8_AUDIT_FROM_RECEIPTS = `
 ALTER TABLE audit DISABLE TRIGGER audit_append_only;
 DELETE FROM audit a USING receipts r
@@ -480,6 +482,10 @@ DELETE FROM audit a USING receipts r
    AND a.margin_mc = CASE WHEN r.outcome = 'charged' THEN a.price_mc - a.upstream_cost_mc ELSE 0 END;
 ALTER TABLE audit ENABLE TRIGGER audit_append_only;
 CREATE INDEX audit_receipt ON audit(receipt_id COLLATE "C") WHERE receipt_id IS NOT NULL;
+CREATE FUNCTION refuse_receipt_audit_row() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN RAISE EXCEPTION 'a receipted call is audited by its receipt'; END $$;
+CREATE TRIGGER audit_no_receipt_rows BEFORE INSERT ON audit FOR EACH ROW WHEN (NEW.receipt_id IS NOT NULL)
+  EXECUTE FUNCTION refuse_receipt_audit_row();
 `;
 
 export const POSTGRES_MIGRATIONS: readonly Migration[] = [

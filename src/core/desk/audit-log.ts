@@ -63,8 +63,8 @@ const shown = (v: unknown) => (typeof v === "string" ? printable(JSON.stringify(
 
 /**
  * What desk check says of an audit row kept beside its receipt: null when it says what the
- * receipt derives, but for an `at` at or before the receipt's issue time (the previous write
- * path stamped the call's time, the receipt the later moment it was signed); otherwise each
+ * receipt derives, but for an `at` at or before the receipt's issue time (a row written beside
+ * its receipt stamped the call's time, the receipt the later moment it was signed); otherwise each
  * column that differs. A kept row is answered as it is, so one that disagrees with what was
  * signed is named rather than hidden.
  */

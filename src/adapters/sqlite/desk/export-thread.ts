@@ -20,6 +20,8 @@ export type ExportSource = { path: string; identity: FileIdentity; busyTimeoutMs
  */
 export const MAX_EXPORT_THREADS = 2;
 
+const closedError = () => new Error("the ledger was closed during the receipts export");
+
 /** Export threads running now, ended when the ledger closes (a reader that never finishes must not outlive it). */
 export class ExportThreads {
   /** Each running thread, and how to fail the export it serves. */
@@ -28,6 +30,7 @@ export class ExportThreads {
   private admitted = 0;
   /** Exports waiting for a place, first come first served: each is handed one, or failed when the ledger closes. */
   private readonly queued: { go: () => void; fail: (err: Error) => void }[] = [];
+  private closed = false;
   /** Chunks the threads have been asked for, and answers they gave, in all (tests of the back-pressure). */
   testOnlyChunksAsked = 0;
   testOnlyAnswers = 0;
@@ -38,6 +41,8 @@ export class ExportThreads {
   async *chunks(filter: ExportFilter, last: number): AsyncGenerator<Uint8Array> {
     await this.place();
     try {
+      // handed a place just as the ledger closed: no thread may start on a closed ledger
+      if (this.closed) throw closedError();
       yield* this.threadChunks(filter, last);
     } finally {
       // the place passes to the first export waiting, or is given back
@@ -48,6 +53,7 @@ export class ExportThreads {
   }
 
   private async place(): Promise<void> {
+    if (this.closed) throw closedError();
     if (this.admitted < MAX_EXPORT_THREADS) {
       this.admitted++;
       return;
@@ -117,11 +123,12 @@ export class ExportThreads {
 
   /** Ends every export thread still running. */
   close(): void {
+    this.closed = true;
     for (const [worker, fail] of this.running) {
       worker.terminate();
-      fail(new Error("the ledger was closed during the receipts export"));
+      fail(closedError());
     }
     this.running.clear();
-    for (const place of this.queued.splice(0)) place.fail(new Error("the ledger was closed during the receipts export"));
+    for (const place of this.queued.splice(0)) place.fail(closedError());
   }
 }

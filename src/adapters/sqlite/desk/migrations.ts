@@ -418,8 +418,9 @@ function convertReceipts(db: Database): void {
 // the audit table keeps the calls without a receipt. An audit row whose receipt says exactly what
 // it says (at = issued_at, and every other column as the receipt derives it) is deleted, the
 // append-only trigger lifted for this transaction only; a row that says anything else is kept
-// and answered as it is, so the audit log answers what it answered before. audit_receipt finds
-// the kept rows, so their receipts are not answered twice; new rows never fill it.
+// and answered as it is. audit_receipt finds the kept rows, so their receipts are not answered
+// twice. No row naming a receipt is written after this migration: a trigger refuses one, since an
+// inserted row would stand in for its receipt's signed entry (hiding or re-dating that call).
 const V12 = `
 DROP TRIGGER audit_no_delete;
 DELETE FROM audit WHERE receipt_id IS NOT NULL AND EXISTS (
@@ -430,6 +431,8 @@ DELETE FROM audit WHERE receipt_id IS NOT NULL AND EXISTS (
     AND audit.margin_mc = CASE WHEN r.outcome = 'charged' THEN audit.price_mc - audit.upstream_cost_mc ELSE 0 END);
 CREATE TRIGGER audit_no_delete BEFORE DELETE ON audit BEGIN SELECT RAISE(ABORT, 'the audit log is append-only'); END;
 CREATE INDEX audit_receipt ON audit(receipt_id) WHERE receipt_id IS NOT NULL;
+CREATE TRIGGER audit_no_receipt_rows BEFORE INSERT ON audit WHEN NEW.receipt_id IS NOT NULL
+  BEGIN SELECT RAISE(ABORT, 'a receipted call is audited by its receipt'); END;
 `;
 
 export const DESK_MIGRATIONS: readonly Migration[] = [
