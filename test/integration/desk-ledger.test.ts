@@ -248,6 +248,53 @@ describe("desk ledger", () => {
     }
   });
 
+  test("group commit: a batch where nothing throws runs each operation once", async () => {
+    await using s = await setup(() => Date.parse("2026-11-30T10:00:00Z"));
+    await s.addKey("key_a", 1000, "none");
+    const db = s.ledger.testOnlyDatabase();
+    const runs = new Map<string, number>();
+    const addOrg = (id: string) =>
+      s.ledger.testOnlyGroupCommit(() => {
+        runs.set(id, (runs.get(id) ?? 0) + 1);
+        db.run("INSERT INTO orgs (id, name, created_at) VALUES (?, 'x', 1)", [id]);
+      });
+    await Promise.all([addOrg("org_1"), s.reserve("key_a", 100), addOrg("org_2")]);
+    expect([...runs]).toEqual([
+      ["org_1", 1],
+      ["org_2", 1],
+    ]);
+  });
+
+  test("group commit: when one operation throws, the others run again each alone and count once", async () => {
+    await using s = await setup(() => Date.parse("2026-11-30T10:00:00Z"));
+    await s.addKey("key_a", 1000, "none");
+    const db = s.ledger.testOnlyDatabase();
+    const watcher = new Database(s.dbPath);
+    const version = () => (watcher.query("PRAGMA data_version").get() as { data_version: number }).data_version;
+    try {
+      const before = version();
+      const results = await Promise.allSettled([
+        s.reserve("key_a", 100),
+        s.ledger.testOnlyGroupCommit(() => db.run("INSERT INTO orgs (id, name, created_at) VALUES ('org_ok', 'ok', 1)")),
+        s.ledger.testOnlyGroupCommit(() => {
+          db.run("INSERT INTO orgs (id, name, created_at) VALUES ('org_bad', 'bad', 1)");
+          throw new Error("boom");
+        }),
+        s.reserve("key_a", 100),
+      ]);
+      expect(results.map((r) => r.status)).toEqual(["fulfilled", "fulfilled", "rejected", "fulfilled"]);
+      // The first run rolled back whole (a second INSERT of org_ok would have failed on its key).
+      expect(version()).toBe(before + 1);
+      expect(await s.ledger.orgs.get("org_ok")).not.toBeNull();
+      expect(await s.ledger.orgs.get("org_bad")).toBeNull();
+      expect((await s.ledger.keys.get("key_a"))!.spentMc).toBe(200);
+      expect(await s.ledger.money.openReservations(Number.POSITIVE_INFINITY)).toHaveLength(2);
+      expect(await s.ledger.check.money()).toEqual([]);
+    } finally {
+      watcher.close();
+    }
+  });
+
   test("a worker thread checkpoints the WAL; the desk's own commits no longer do", async () => {
     const tmp = tempDir("desk-ckpt-");
     const ledger = new SqliteDeskLedger(join(tmp.path, "desk.db"), { backgroundCheckpointMs: 60_000 });

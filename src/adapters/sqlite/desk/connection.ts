@@ -4,8 +4,14 @@ import type { Database } from "bun:sqlite";
 
 export type Sql = {
   readonly db: Database;
-  /** Runs `body` in one IMMEDIATE transaction (a savepoint when already inside one). */
+  /** Runs `body` in one IMMEDIATE transaction (a savepoint when already inside one, except in `whole`). */
   immediate<T>(body: () => T): T;
+  /**
+   * Runs `body` in one IMMEDIATE transaction in which every nested `immediate` runs inline, with
+   * no savepoint of its own: one that throws rolls the whole transaction back, not itself alone.
+   * A savepoint costs two statements and an undo copy of each page it first changes.
+   */
+  whole<T>(body: () => T): T;
   /**
    * Runs `body` in one IMMEDIATE transaction committed with `synchronous = FULL`, whatever the
    * connection's own setting: in WAL mode the commit syncs the log before it returns, so the
@@ -19,7 +25,17 @@ export function sqlOf(db: Database): Sql {
   // Built once: `db.transaction(fn)` builds four wrappers each time, which costs more than the
   // short statements of a clearing step. Nested inside the group commit it is a savepoint.
   const tx = db.transaction((body: () => unknown) => body()).immediate;
-  const immediate = <T>(body: () => T) => tx(body) as T;
+  let inline = false;
+  const immediate = <T>(body: () => T) => (inline ? body() : (tx(body) as T));
+  const whole = <T>(body: () => T): T => {
+    if (db.inTransaction) throw new Error("a whole transaction cannot nest in another");
+    inline = true;
+    try {
+      return tx(body) as T;
+    } finally {
+      inline = false;
+    }
+  };
   const durably = <T>(body: () => T): T => {
     if (db.inTransaction) throw new Error("a durable write cannot nest in another transaction");
     const level = (db.query("PRAGMA synchronous").get() as { synchronous: number }).synchronous;
@@ -32,7 +48,7 @@ export function sqlOf(db: Database): Sql {
       db.run(`PRAGMA synchronous = ${level}`);
     }
   };
-  return { db, immediate, durably };
+  return { db, immediate, whole, durably };
 }
 
 export const isConstraint = (err: unknown) => err instanceof Error && String((err as { code?: unknown }).code ?? "").startsWith("SQLITE_CONSTRAINT");
