@@ -65,6 +65,7 @@ export const ERRORS = {
   TOOL_FAILED: { http: 502, meaning: "the tool reported a failure; refunded" },
   UPSTREAM_AUTH_FAILED: { http: 502, meaning: "the upstream refused the operator's credential, or none could be had; refunded" },
   LEDGER_UNAVAILABLE: { http: 503, meaning: "the ledger cannot serve now (its database unreachable, this node's lease not held); nothing charged" },
+  EXPORTS_BUSY: { http: 503, meaning: "every receipts export this desk reads at once is taken, and none ended within the wait" },
 
   // --- desk: operator API and receipts ---
   ADMIN_TOKEN_INVALID: { http: 401, meaning: "missing or wrong admin token" },

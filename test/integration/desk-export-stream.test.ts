@@ -11,7 +11,7 @@ import { SqliteDeskLedger } from "../../src/adapters/sqlite/desk/ledger.ts";
 import { chunksOfPages, EXPORT_PAGE } from "../../src/core/desk/receipts.ts";
 import { startUpstreamFixture, type UpstreamFixture } from "../fixtures/upstream-server.ts";
 import { tempDir } from "../helpers/tmp.ts";
-import { makeDeskOnFixture } from "./desk-harness.ts";
+import { ADMIN_TOKEN, makeDeskOnFixture } from "./desk-harness.ts";
 
 let fx: UpstreamFixture;
 beforeAll(() => {
@@ -175,5 +175,71 @@ test("at most MAX_EXPORT_THREADS exports read at once: a further one waits for a
   expect(threads.testOnlyRunning()).toBe(0);
   // and no export starts a thread on the closed ledger
   await expect(all().next()).rejects.toThrow("the ledger was closed during the receipts export");
+  expect(threads.testOnlyRunning()).toBe(0);
+});
+
+test("a further export waits for a place no longer than the wait (503 EXPORTS_BUSY), and one whose client went away leaves the queue at once", {
+  timeout: 60_000,
+}, async () => {
+  await using t = await makeDeskOnFixture(fx.url, { tools: ["fx__echo"], priceMc: 1, upstreamCostMc: 0 }, { exportPlaceWaitMs: 300 });
+  const key = await t.makeKey({ budget_mc: 1_000_000, reset: "none", allow: ["fx__echo"] });
+  for (let i = 0; i < 5; i++) expect((await t.call(key.secret, "fx__echo", { text: `call ${i}` })).status).toBe(200);
+  const threads = t.ledger.testOnlyExportThreads()!;
+  const all = (signal?: AbortSignal) => t.ledger.records.exportChunks({ orgId: null, sinceMs: null }, signal)[Symbol.asyncIterator]();
+  const readers = Array.from({ length: MAX_EXPORT_THREADS }, () => all());
+  for (const r of readers) expect((await r.next()).done).toBe(false);
+
+  // Over HTTP: the status comes after the wait, with the code, not a 200 cut off later.
+  const started = performance.now();
+  const busy = await t.admin("GET", "/admin/receipts");
+  expect(performance.now() - started).toBeGreaterThanOrEqual(290);
+  expect(busy.status).toBe(503);
+  expect(await busy.json()).toEqual({ error: "EXPORTS_BUSY" });
+  expect(threads.testOnlyQueued()).toBe(0);
+  expect(threads.testOnlyRunning()).toBe(MAX_EXPORT_THREADS);
+
+  // A client that goes away while it waits: out of the queue at once, before the wait is over.
+  const gone = new AbortController();
+  const request = t.handler(new Request("http://desk.test/admin/receipts", { headers: { authorization: `Bearer ${ADMIN_TOKEN}` }, signal: gone.signal }));
+  await Bun.sleep(50);
+  expect(threads.testOnlyQueued()).toBe(1);
+  gone.abort();
+  await Bun.sleep(0);
+  expect(threads.testOnlyQueued()).toBe(0);
+  await request;
+  expect(t.logs.filter((l) => l.startsWith("internal"))).toEqual([]);
+
+  // The places it never took are still there: one reader ends, a new export starts at once.
+  await readers[0]!.return!(undefined);
+  const next = await t.admin("GET", "/admin/receipts");
+  expect(next.status).toBe(200);
+  expect(linesIn(new Uint8Array(await next.arrayBuffer()))).toBe(5);
+  await readers[1]!.return!(undefined);
+  expect(threads.testOnlyRunning()).toBe(0);
+});
+
+test("a reader that takes no chunk for the idle limit ends its export, and its place is free again", { timeout: 60_000 }, async () => {
+  await using t = await makeDeskOnFixture(fx.url, { tools: ["fx__echo"], priceMc: 1, upstreamCostMc: 0 }, { exportIdleMs: 300 });
+  const key = await t.makeKey({ budget_mc: 1_000_000, reset: "none", allow: ["fx__echo"] });
+  for (let i = 0; i < 5; i++) expect((await t.call(key.secret, "fx__echo", { text: `call ${i}` })).status).toBe(200);
+  const threads = t.ledger.testOnlyExportThreads()!;
+  const stalled = (await t.admin("GET", "/admin/receipts")).body!.getReader();
+  expect((await stalled.read()).done).toBe(false);
+  expect(threads.testOnlyRunning()).toBe(1);
+  await Bun.sleep(150);
+  // Still within the limit: the export is there.
+  expect(threads.testOnlyRunning()).toBe(1);
+  await Bun.sleep(400);
+  expect(threads.testOnlyRunning()).toBe(0);
+  await expect(stalled.read()).rejects.toThrow("took nothing for too long");
+
+  // A reader that keeps reading is not cut, however long the export: each chunk restarts the limit.
+  const steady = (await t.admin("GET", "/admin/receipts")).body!.getReader();
+  let lines = 0;
+  for (let r = await steady.read(); !r.done; r = await steady.read()) {
+    lines += linesIn(r.value);
+    await Bun.sleep(200);
+  }
+  expect(lines).toBe(5);
   expect(threads.testOnlyRunning()).toBe(0);
 });

@@ -52,12 +52,15 @@ export type MakeDeskOptions = {
   dir?: string;
   /** The approver calls above a key's threshold wait on (default: none). */
   approver?: ApproverConnection;
+  /** How long a receipts export waits for a thread, and how long its reader may take nothing (defaults: the desk's). */
+  exportPlaceWaitMs?: number;
+  exportIdleMs?: number;
 };
 
 export async function makeDesk(options: MakeDeskOptions = {}): Promise<TestDesk> {
   const tmp = options.dir === undefined ? tempDir("desk-int-") : { path: options.dir, [Symbol.dispose]: () => {} };
   const dbPath = join(tmp.path, "desk.db");
-  const ledger = new SqliteDeskLedger(dbPath, { backgroundCheckpointMs: 200 });
+  const ledger = new SqliteDeskLedger(dbPath, { backgroundCheckpointMs: 200, exportPlaceWaitMs: options.exportPlaceWaitMs });
   const logs: string[] = [];
   const desk = await Desk.open({
     ledger,
@@ -70,7 +73,11 @@ export async function makeDesk(options: MakeDeskOptions = {}): Promise<TestDesk>
     log: (line) => logs.push(line),
     ...(options.approver ? { approver: options.approver } : {}),
   });
-  const handler = createHandler(desk, { adminTokenSha256: sha256(ADMIN_TOKEN), onInternal: (err) => logs.push(`internal: ${String(err)}`) });
+  const handler = createHandler(desk, {
+    adminTokenSha256: sha256(ADMIN_TOKEN),
+    onInternal: (err) => logs.push(`internal: ${String(err)}`),
+    exportIdleMs: options.exportIdleMs,
+  });
   const admin = (method: string, path: string, body?: unknown) =>
     handler(
       new Request(`http://desk.test${path}`, {

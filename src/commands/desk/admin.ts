@@ -17,7 +17,7 @@ import { addUpstream, listUpstreams, refreshUpstream, replaceAuth } from "./upst
 const MAX_MC = Number.MAX_SAFE_INTEGER;
 
 /** The /admin routes (http.ts puts the admin-token guard on each). */
-export function adminRoutes(desk: Desk): Route<RequestExtra>[] {
+export function adminRoutes(desk: Desk, options: { exportIdleMs?: number } = {}): Route<RequestExtra>[] {
   return [
     { method: "POST", path: "/admin/orgs", handle: async (req) => createOrg(desk, await body(req)) },
     { method: "GET", path: "/admin/orgs", handle: async () => Response.json((await desk.orgs()).map(orgView)) },
@@ -36,7 +36,7 @@ export function adminRoutes(desk: Desk): Route<RequestExtra>[] {
     { method: "POST", path: "/admin/keys/:id/rotate", handle: (_req, p) => rotateKey(desk, p.id!) },
     { method: "POST", path: "/admin/keys/:id/revoke", handle: (_req, p) => revokeKey(desk, p.id!) },
     { method: "GET", path: "/admin/audit", handle: (_req, _p, x) => audit(desk, x.query) },
-    { method: "GET", path: "/admin/receipts", handle: (_req, _p, x) => exportReceipts(desk, x.query) },
+    { method: "GET", path: "/admin/receipts", handle: (req, _p, x) => exportReceipts(desk, req, x.query, options.exportIdleMs ?? EXPORT_IDLE_MS) },
     { method: "GET", path: "/admin/sandbox", handle: () => sandboxView(desk) },
     { method: "PUT", path: "/admin/sandbox", handle: (req) => setSandbox(desk, req) },
     { method: "DELETE", path: "/admin/sandbox", handle: () => clearSandbox(desk) },
@@ -190,22 +190,48 @@ async function audit(desk: Desk, query: URLSearchParams): Promise<Response> {
   return Response.json(entries.map(auditView));
 }
 
+/**
+ * A client that takes no chunk for this long ends its export: a reader that stopped reading
+ * would otherwise hold one of the places the ledger reads exports in, for as long as its
+ * connection stays open.
+ */
+export const EXPORT_IDLE_MS = 60_000;
+
 // The export streams a chunk per pull: the ledger reads the next only once the client has taken
-// the last, so a ledger of any size is exported in bounded memory. Each pull waits for the next
-// turn of the event loop first: a ledger that reads on this thread (PostgreSQL, SQLite in memory)
-// resolves a fast reader's pulls in microtasks, and chained they would hold every other request
-// until the whole ledger was sent.
-async function exportReceipts(desk: Desk, query: URLSearchParams): Promise<Response> {
-  const chunks = desk.exportReceipts({ orgId: query.get("org_id"), sinceMs: sinceParam(query) })[Symbol.asyncIterator]();
+// the last, so a ledger of any size is exported in bounded memory. The first chunk is read before
+// the answer's status, so an export that gets no place is answered 503 EXPORTS_BUSY rather than
+// cut off after a 200. Each pull waits for the next turn of the event loop first: a ledger that
+// reads on this thread (PostgreSQL, SQLite in memory) resolves a fast reader's pulls in
+// microtasks, and chained they would hold every other request until the whole ledger was sent.
+async function exportReceipts(desk: Desk, req: Request, query: URLSearchParams, idleMs: number): Promise<Response> {
+  const filter = { orgId: query.get("org_id"), sinceMs: sinceParam(query) };
+  const chunks = desk.exportReceipts(filter, req.signal)[Symbol.asyncIterator]();
+  let held: IteratorResult<Uint8Array> | null;
+  try {
+    held = await chunks.next();
+  } catch (err) {
+    // The client went away while its export waited for a place: nobody reads this answer.
+    if (req.signal.aborted) return new Response(null, { status: 499 });
+    throw err;
+  }
+  let idle: ReturnType<typeof setTimeout> | undefined;
   const body = new ReadableStream<Uint8Array>(
     {
       async pull(controller) {
+        clearTimeout(idle);
         await new Promise<void>((resolve) => setImmediate(resolve));
-        const chunk = await chunks.next();
-        if (chunk.done) controller.close();
-        else controller.enqueue(chunk.value);
+        const chunk = held ?? (await chunks.next());
+        held = null;
+        if (chunk.done) return controller.close();
+        controller.enqueue(chunk.value);
+        idle = setTimeout(() => {
+          controller.error(new Error("the receipts export's reader took nothing for too long"));
+          void chunks.return?.();
+        }, idleMs);
+        idle.unref();
       },
       async cancel() {
+        clearTimeout(idle);
         await chunks.return?.();
       },
     },

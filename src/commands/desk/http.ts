@@ -30,6 +30,8 @@ export type HandlerOptions = {
   stripe?: StripeWebhookConfig | null;
   /** The operator's log (why a webhook was refused). */
   log?: (line: string) => void;
+  /** A receipts export whose client takes no chunk for this long ends (admin.ts EXPORT_IDLE_MS). */
+  exportIdleMs?: number;
 };
 
 /** Bun.serve's server as `fetch` receives it: its port (Host check) and peer addresses (sandbox). */
@@ -89,7 +91,7 @@ export function createHandler(desk: Desk, options: HandlerOptions): Handler {
     { method: "GET", path: "/v1/receipts", handle: (req, _p, x) => agentReceipts(desk, req, x.query) },
     { method: "GET", path: "/v1/receipts/:id/result", handle: (req, p) => heldResult(desk, req, p.id!) },
     { method: "GET", path: "/v1/receipts/:id", handle: (req, p) => receiptById(desk, req, p.id!, isOperator(req)) },
-    ...adminRoutes(desk).map((r) => ({ ...r, guard: operator })),
+    ...adminRoutes(desk, { exportIdleMs: options.exportIdleMs }).map((r) => ({ ...r, guard: operator })),
     // Every other path under /admin is the operator's too: a wrong token is told so first.
     { method: "*", path: "/admin", guard: operator, handle: notFound },
     { method: "*", path: "/admin/*rest", guard: operator, handle: notFound },

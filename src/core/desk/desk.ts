@@ -251,8 +251,8 @@ export class Desk {
     return receipts.audit(this.#d, filter);
   }
 
-  exportReceipts(filter: { orgId: string | null; sinceMs: number | null }): AsyncIterable<Uint8Array> {
-    return receipts.exportReceipts(this.#d, filter);
+  exportReceipts(filter: { orgId: string | null; sinceMs: number | null }, signal?: AbortSignal): AsyncIterable<Uint8Array> {
+    return receipts.exportReceipts(this.#d, filter, signal);
   }
 
   // --- the sandbox ----------------------------------------------------------------------------

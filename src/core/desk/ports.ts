@@ -72,6 +72,14 @@ export class LedgerUnavailable extends WireError {
   }
 }
 
+/** Every receipts export the ledger reads at once is taken, and none ended within the wait: 503 EXPORTS_BUSY. */
+export class ExportsBusy extends WireError {
+  override name = "ExportsBusy";
+  constructor() {
+    super("EXPORTS_BUSY");
+  }
+}
+
 /** One call on the clearing path, as far as the ledger needs it. */
 export type CallContext = {
   key: DeskKey;
@@ -260,8 +268,10 @@ export interface RecordStore {
    * The same receipts as the export's bytes: NDJSON, each receipt's envelope text and "\n", in
    * chunks of whole lines, each read only when the one before was taken (at most one read ahead).
    * Ends with the receipts stored when it began (when it was asked for, or at its first chunk).
+   * A ledger that reads only so many exports at once makes a further one wait for a place: it
+   * throws ExportsBusy when none comes within its wait, and stops waiting when `signal` aborts.
    */
-  exportChunks(filter: { orgId: string | null; sinceMs: number | null }): AsyncIterable<Uint8Array>;
+  exportChunks(filter: { orgId: string | null; sinceMs: number | null }, signal?: AbortSignal): AsyncIterable<Uint8Array>;
   audit(filter: AuditFilter): Promise<AuditEntry[]>;
   /** The held result of a receipt while it is held at `now`. */
   heldResult(receiptId: string, now: number): Promise<HeldResult | null>;

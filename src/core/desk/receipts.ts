@@ -52,9 +52,9 @@ export function audit(d: DeskContext, filter: AuditFilter): Promise<AuditEntry[]
  */
 export const EXPORT_PAGE = 20;
 
-/** The export's NDJSON bytes, a chunk per pull (RecordStore.exportChunks). */
-export function exportReceipts(d: DeskContext, filter: { orgId: string | null; sinceMs: number | null }): AsyncIterable<Uint8Array> {
-  return d.ledger.records.exportChunks(filter);
+/** The export's NDJSON bytes, a chunk per pull (RecordStore.exportChunks); `signal` ends a wait for a place. */
+export function exportReceipts(d: DeskContext, filter: { orgId: string | null; sinceMs: number | null }, signal?: AbortSignal): AsyncIterable<Uint8Array> {
+  return d.ledger.records.exportChunks(filter, signal);
 }
 
 /** Export chunks made on the calling thread from a ledger's pages: one page each. */

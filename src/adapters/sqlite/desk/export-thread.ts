@@ -4,6 +4,7 @@
 // reads a chunk only when asked, and is asked for the next one when the stream takes the one
 // before (a bounded queue of one), so a slow or stopped reader holds two chunks (the one it was
 // given, the one read ahead), never the ledger.
+import { ExportsBusy } from "../../../core/desk/ports.ts";
 import type { FileIdentity } from "../../../core/private-files.ts";
 import { workerUrl } from "../../../worker-entries.ts";
 import type { ExportFilter } from "./export-pages.ts";
@@ -13,12 +14,20 @@ export type FromExportThread = { op: "chunk"; bytes: Uint8Array } | { op: "done"
 
 export type ExportSource = { path: string; identity: FileIdentity; busyTimeoutMs: number };
 
+type Waiting = { go: () => void; fail: (err: Error) => void };
+
 /**
  * Export threads at once; a further export waits for one to end before it reads. Each thread
  * is a heap and a connection of its own (~8 MB), so exports asked for together must not add up
  * to more than the desk's memory bound.
  */
 export const MAX_EXPORT_THREADS = 2;
+
+/**
+ * How long a further export waits for a place before it is answered 503 EXPORTS_BUSY: a place
+ * held by a reader that never reads is freed by the HTTP layer's idle limit, not by waiting.
+ */
+export const EXPORT_PLACE_WAIT_MS = 30_000;
 
 const closedError = () => new Error("the ledger was closed during the receipts export");
 
@@ -29,17 +38,24 @@ export class ExportThreads {
   /** Exports holding one of the MAX_EXPORT_THREADS places (a thread, or about to start one). */
   private admitted = 0;
   /** Exports waiting for a place, first come first served: each is handed one, or failed when the ledger closes. */
-  private readonly queued: { go: () => void; fail: (err: Error) => void }[] = [];
+  private readonly queued: Waiting[] = [];
   private closed = false;
   /** Chunks the threads have been asked for, and answers they gave, in all (tests of the back-pressure). */
   testOnlyChunksAsked = 0;
   testOnlyAnswers = 0;
 
-  constructor(private readonly source: ExportSource) {}
+  constructor(
+    private readonly source: ExportSource,
+    private readonly placeWaitMs = EXPORT_PLACE_WAIT_MS,
+  ) {}
 
-  /** The export up to rowid `last`, a chunk per pull; the thread ends with the iteration, however it ends. */
-  async *chunks(filter: ExportFilter, last: number): AsyncGenerator<Uint8Array> {
-    await this.place();
+  /**
+   * The export up to rowid `last`, a chunk per pull; the thread ends with the iteration, however
+   * it ends. Waiting for a place ends with ExportsBusy after the wait, or at once when `signal`
+   * aborts (the client went away): a waiter nobody reads for never takes a place.
+   */
+  async *chunks(filter: ExportFilter, last: number, signal?: AbortSignal): AsyncGenerator<Uint8Array> {
+    await this.place(signal);
     try {
       // handed a place just as the ledger closed: no thread may start on a closed ledger
       if (this.closed) throw closedError();
@@ -52,15 +68,30 @@ export class ExportThreads {
     }
   }
 
-  private async place(): Promise<void> {
+  private async place(signal?: AbortSignal): Promise<void> {
     if (this.closed) throw closedError();
+    signal?.throwIfAborted();
     if (this.admitted < MAX_EXPORT_THREADS) {
       this.admitted++;
       return;
     }
     const { promise, resolve, reject } = Promise.withResolvers<void>();
-    this.queued.push({ go: resolve, fail: reject });
-    await promise;
+    const leave = (err: Error) => {
+      const at = this.queued.indexOf(waiting);
+      if (at >= 0) this.queued.splice(at, 1);
+      reject(err);
+    };
+    const waiting: Waiting = { go: resolve, fail: reject };
+    const timer = setTimeout(() => leave(new ExportsBusy()), this.placeWaitMs);
+    const onAbort = () => leave(signal!.reason instanceof Error ? signal!.reason : new Error("the receipts export was cancelled"));
+    signal?.addEventListener("abort", onAbort, { once: true });
+    this.queued.push(waiting);
+    try {
+      await promise;
+    } finally {
+      clearTimeout(timer);
+      signal?.removeEventListener("abort", onAbort);
+    }
   }
 
   private async *threadChunks(filter: ExportFilter, last: number): AsyncGenerator<Uint8Array> {

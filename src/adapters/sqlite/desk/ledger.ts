@@ -30,6 +30,8 @@ export type SqliteDeskLedgerOptions = {
   busyTimeoutMs?: number;
   /** Checkpoint the WAL from a worker thread every this many milliseconds (checkpointer.ts). */
   backgroundCheckpointMs?: number;
+  /** How long an export waits for a thread before EXPORTS_BUSY (export-thread.ts EXPORT_PLACE_WAIT_MS). */
+  exportPlaceWaitMs?: number;
 };
 
 export class SqliteDeskLedger implements DeskLedger {
@@ -56,7 +58,7 @@ export class SqliteDeskLedger implements DeskLedger {
     const sql = sqlOf(this.#db);
     // The file just opened (openLedger checked it is private and still at its name).
     const identity = path === ":memory:" ? null : checkPrivateFile(path);
-    this.#exports = identity === null ? null : new ExportThreads({ path, identity, busyTimeoutMs });
+    this.#exports = identity === null ? null : new ExportThreads({ path, identity, busyTimeoutMs }, options.exportPlaceWaitMs);
     this.#commit = new GroupCommit(sql);
     this.alerts = new SqliteAlerts(sql);
     this.money = new SqliteMoney(sql, this.#commit, this.alerts);

@@ -46,12 +46,12 @@ export class SqliteRecords implements RecordStore {
     }
   }
 
-  exportChunks(filter: ExportFilter): AsyncIterable<Uint8Array> {
+  exportChunks(filter: ExportFilter, signal?: AbortSignal): AsyncIterable<Uint8Array> {
     // Fixed here, on the desk's connection, when the export is asked for: never inside a
     // transaction (the group commit's run within one turn), so every receipt up to it is
     // committed and the export thread's connection sees it.
     const last = exportBound(this.sql.db);
-    return this.exports?.chunks(filter, last) ?? inThread(this.sql, filter, last);
+    return this.exports?.chunks(filter, last, signal) ?? inThread(this.sql, filter, last);
   }
 
   /**
