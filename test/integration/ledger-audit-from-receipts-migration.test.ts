@@ -80,7 +80,7 @@ const wrongMargin = (receiptId: string) => expect.stringMatching(new RegExp(`aud
 
 describe("SQLite: a ledger of the previous version (11 migrations)", () => {
   /** Writes the mix through the ledger and, as the previous version did, an audit row for every receipted call; leaves the file at 11. */
-  async function previousLedger(path: string): Promise<{ mix: AuditMix; stamped?: string; wrong?: string }> {
+  async function previousLedger(path: string, tie = false): Promise<{ mix: AuditMix; stamped?: string; wrong?: string }> {
     const ledger = new SqliteDeskLedger(path);
     const kept: { stamped?: string; wrong?: string } = {};
     try {
@@ -88,9 +88,10 @@ describe("SQLite: a ledger of the previous version (11 migrations)", () => {
       // The schema of migration 11 had no trigger refusing a receipted call's row.
       db.run("DROP TRIGGER audit_no_receipt_rows");
       const insert = db.query(`INSERT INTO audit (${AUDIT_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`);
-      // No tie: the previous version answered one millisecond in write order, this one the receipt's entry first.
+      // Without a tie both versions answer alike: the previous one answered one millisecond in
+      // write order, this one the receipt's entry first (the tie test below).
       const mix = await writeAuditMix(ledger, {
-        tie: false,
+        tie,
         after: async (entry) => {
           if (entry.receiptId === null) return;
           const e = previousRow(entry, kept);
@@ -147,6 +148,31 @@ describe("SQLite: a ledger of the previous version (11 migrations)", () => {
           "INSERT INTO audit (at, org_id, key_id, tool, outcome, http_status, price_mc, upstream_cost_mc, margin_mc, receipt_id) SELECT 1, org_id, key_id, tool, outcome, http_status, price_mc, upstream_cost_mc, margin_mc, NULL FROM audit LIMIT 1",
         ),
       ).not.toThrow();
+      expect((await checkLedger(ledger)).problems).toEqual([wrongMargin(wrong!)]);
+    } finally {
+      await ledger.close();
+    }
+  });
+
+  test("a refusal and a charge written in one millisecond: answered in write order before, the receipt's entry first after, nothing else moved", async () => {
+    await using dir = tempDir("audit-fold-tie-");
+    const path = join(dir.path, "desk.db");
+    const { mix, wrong } = await previousLedger(path, true);
+    const all: AuditFilter = { orgId: null, keyId: null, sinceMs: null, limit: 1_000 };
+    const raw = new Database(path);
+    const before = previousSqliteAnswer(raw, all);
+    raw.close();
+    const tie = mix.tie!;
+    expect(before.filter((e) => e.at === tie).map((e) => e.outcome)).toEqual(["refused_args_invalid", "charged"]);
+
+    const ledger = new SqliteDeskLedger(path);
+    try {
+      const after = await ledger.records.audit(all);
+      expect(after.filter((e) => e.at === tie).map((e) => e.outcome)).toEqual(["charged", "refused_args_invalid"]);
+      // Every other entry where it was: the answer is the one before with the tied pair swapped.
+      const at = before.findIndex((e) => e.at === tie);
+      const expected = [...before.slice(0, at), before[at + 1]!, before[at]!, ...before.slice(at + 2)];
+      expect(after).toEqual(expected);
       expect((await checkLedger(ledger)).problems).toEqual([wrongMargin(wrong!)]);
     } finally {
       await ledger.close();
